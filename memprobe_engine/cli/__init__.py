@@ -1,0 +1,40 @@
+"""The ``memprobe`` command line (typer). Each command group lives in its own module.
+
+``main`` turns every :class:`MemProbeError` into one line on stderr and exit status 2 — users see
+what to fix, not a traceback.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+from rich.console import Console
+
+from memprobe_engine.errors import MemProbeError
+
+app = typer.Typer(
+    name="memprobe",
+    help="Audit the long-term memory of LLM agents: run benchmarks, record every step, replay and report.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+
+from memprobe_engine.cli import doctor_cmd, llm_cmds, recording_cmds  # noqa: E402  (registers commands)
+
+app.add_typer(recording_cmds.recording_app, name="recording")
+app.add_typer(llm_cmds.llm_app, name="llm")
+app.command("doctor")(doctor_cmd.doctor)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    try:
+        app()
+    except MemProbeError as err:
+        Console(stderr=True, highlight=False).print(f"[bold red]error:[/] {err}", markup=True, soft_wrap=True)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        Console(stderr=True).print("interrupted")
+        sys.exit(130)

@@ -1,0 +1,118 @@
+"""``memprobe recording info|events|verify``: look into a recording without the TUI."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Annotated, Optional
+
+import orjson
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from memprobe_engine.events.reader import DamagedEvent, open_recording
+from memprobe_engine.events.summary import summarize
+
+recording_app = typer.Typer(help="Inspect a recording: summary, events, damage.", no_args_is_help=True)
+console = Console(highlight=False)
+
+RecordingArg = Annotated[Path, typer.Argument(help="Recording directory (holds header.json and events.jsonl).")]
+
+
+def _when(stamp: float | None) -> str:
+    return dt.datetime.fromtimestamp(stamp).isoformat(timespec="seconds") if stamp else "-"
+
+
+@recording_app.command("info")
+def info(recording: RecordingArg) -> None:
+    """Counts by event kind and span kind, users, systems, time range, tokens, damage."""
+    with open_recording(recording) as reader:
+        summary = summarize(reader)
+        header = reader.header
+        console.print(f"[bold]{recording}[/]  run [cyan]{header.run_id}[/]  suite {header.suite}  "
+                      f"schema v{header.schema_version}")
+        console.print(f"events {summary.events:,}   status {summary.run_status or 'running or interrupted'}   "
+                      f"{_when(summary.first_time)} → {_when(summary.last_time)}")
+        console.print(f"users {len(summary.users)}   systems {', '.join(sorted(summary.systems)) or '-'}")
+        console.print(f"llm calls {summary.llm_calls:,} ({summary.llm_cache_hits:,} from cache), "
+                      f"tokens {summary.prompt_tokens:,} prompt / {summary.completion_tokens:,} completion")
+        table = Table("event kind", "count", title="events by kind", title_justify="left")
+        for kind, count in summary.by_kind.most_common():
+            table.add_row(kind, f"{count:,}")
+        console.print(table)
+        if summary.spans_by_kind:
+            spans = Table("span kind", "count", title="spans", title_justify="left")
+            for kind, count in summary.spans_by_kind.most_common():
+                spans.add_row(kind, f"{count:,}")
+            console.print(spans)
+        _print_damage(reader.damage, len(reader), reader.path)
+
+
+@recording_app.command("events")
+def events(
+    recording: RecordingArg,
+    kind: Annotated[Optional[list[str]], typer.Option("--kind", "-k", help="Only these kinds (repeatable).")] = None,
+    user: Annotated[Optional[str], typer.Option(help="Only events about this user id.")] = None,
+    start: Annotated[int, typer.Option(help="First line (0-based); negative counts from the end.")] = 0,
+    limit: Annotated[int, typer.Option(help="At most this many events.")] = 50,
+    as_json: Annotated[bool, typer.Option("--json", help="Print raw JSON lines instead of a table.")] = False,
+) -> None:
+    """List events (filtered), one per line."""
+    with open_recording(recording) as reader:
+        first = start if start >= 0 else max(0, len(reader) + start)
+        table = Table("seq", "kind", "user", "system", "dim", "summary", show_lines=False)
+        shown = 0
+        for event in reader.iter_events(kinds=kind, start=first):
+            if user is not None and event.user_id != user:
+                continue
+            if as_json:
+                typer.echo(orjson.dumps(event.model_dump(exclude_none=True)).decode())
+            else:
+                table.add_row(str(event.seq), event.kind, event.user_id or "", event.system or "",
+                              event.dimension or "", _one_line(event))
+            shown += 1
+            if shown >= limit:
+                break
+        if not as_json:
+            console.print(table)
+
+
+@recording_app.command("verify")
+def verify(recording: RecordingArg) -> None:
+    """Parse every event; report complete events and any damage. Exit status 1 when damaged."""
+    with open_recording(recording) as reader:
+        damage = reader.verify()
+        ok = _print_damage(damage, len(reader) - len(damage.bad_lines), reader.path)
+    raise typer.Exit(0 if ok else 1)
+
+
+def _print_damage(damage: object, complete: int, path: Path) -> bool:
+    from memprobe_engine.events.reader import DamageReport
+
+    assert isinstance(damage, DamageReport)
+    if damage.clean:
+        console.print(f"[green]intact[/]: {complete:,} complete events, no damage")
+        return True
+    console.print(f"[yellow]damaged[/]: {complete:,} complete events readable")
+    if damage.tail_bytes:
+        console.print(f"  damaged tail: {damage.tail_bytes:,} bytes after the last complete line of {path} "
+                      f"(a crash mid-write); it is skipped, and a resumed run moves it aside")
+    for line, reason in list(damage.bad_lines.items())[:20]:
+        console.print(f"  line {line + 1}: {reason}")
+    if len(damage.bad_lines) > 20:
+        console.print(f"  … and {len(damage.bad_lines) - 20:,} more damaged lines")
+    return False
+
+
+def _one_line(event: object) -> str:
+    for name in ("content", "name", "response_text", "label", "query", "op", "message", "status", "run_id"):
+        value = getattr(event, name, None)
+        if value:
+            text = str(value).replace("\n", " ")
+            return text[:70] + ("…" if len(text) > 70 else "")
+    score = getattr(event, "score", None)
+    return "" if score is None else f"score {score}"
+
+
+__all__ = ["recording_app", "DamagedEvent"]

@@ -1,0 +1,27 @@
+"""Fields every event carries: order, time, span tree position and what it concerns."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict
+
+#: Version of the on-disk event schema. Bump it together with an upgrader in ``upgrade.py``.
+SCHEMA_VERSION = 1
+
+
+class EventBase(BaseModel):
+    """Common envelope. ``seq`` and ``time`` are filled in by the writer when left at their defaults.
+
+    ``span_id``/``parent_span_id`` place the event in the run → user → task/episode → turn → stage
+    tree; ``user_id``/``system``/``dimension`` say which benchmark cell it concerns, so a reader can
+    filter without walking the span tree.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=False)
+
+    seq: int = -1
+    time: float = 0.0
+    span_id: str | None = None
+    parent_span_id: str | None = None
+    user_id: str | None = None
+    system: str | None = None
+    dimension: str | None = None

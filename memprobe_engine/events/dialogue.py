@@ -1,0 +1,17 @@
+"""Conversation events: the messages exchanged between the simulated user and the assistant."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from memprobe_engine.events.base import EventBase
+
+
+class Message(EventBase):
+    """One utterance. ``task_index``/``turn`` locate it in the user's trajectory."""
+
+    kind: Literal["message"] = "message"
+    role: Literal["user", "assistant", "system"]
+    content: str
+    task_index: int | None = None
+    turn: int | None = None

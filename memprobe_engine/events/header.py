@@ -1,0 +1,86 @@
+"""``header.json``: what a recording is — run id, schema version, resolved configuration."""
+
+from __future__ import annotations
+
+import platform
+import time
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import orjson
+from pydantic import BaseModel, ValidationError
+
+from memprobe_engine.errors import RecordingError
+from memprobe_engine.events.base import SCHEMA_VERSION
+
+HEADER_FILE = "header.json"
+EVENTS_FILE = "events.jsonl"
+FORMAT_NAME = "memprobe-recording"
+
+_REPORTED_PACKAGES = ("memprobe", "pydantic", "orjson", "openai", "xllamacpp", "sentence-transformers",
+                      "torch", "textual", "vllm")
+
+
+class RecordingHeader(BaseModel):
+    """The resolved configuration of a run. API keys never appear here: specs hold env var names."""
+
+    format: str = FORMAT_NAME
+    schema_version: int = SCHEMA_VERSION
+    run_id: str
+    suite: str
+    created: float
+    config: dict[str, Any] = {}
+    packages: dict[str, str] = {}
+    python: str = ""
+
+
+def package_versions() -> dict[str, str]:
+    found: dict[str, str] = {}
+    for name in _REPORTED_PACKAGES:
+        try:
+            found[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return found
+
+
+def new_header(run_id: str, suite: str, config: dict[str, Any]) -> RecordingHeader:
+    return RecordingHeader(run_id=run_id, suite=suite, created=time.time(), config=config,
+                           packages=package_versions(), python=platform.python_version())
+
+
+def write_header(directory: Path, header: RecordingHeader) -> None:
+    tmp = directory / (HEADER_FILE + ".tmp")
+    tmp.write_bytes(orjson.dumps(header.model_dump(), option=orjson.OPT_INDENT_2))
+    tmp.replace(directory / HEADER_FILE)
+
+
+def read_header(directory: Path) -> RecordingHeader:
+    """Read and validate ``header.json``; every failure names the path and what is expected."""
+    path = directory / HEADER_FILE
+    if not directory.exists():
+        raise RecordingError(f"{directory}: no such recording directory. Pass the folder a run wrote "
+                             f"(it holds {HEADER_FILE} and {EVENTS_FILE}).")
+    if not directory.is_dir():
+        raise RecordingError(f"{directory} is a file, not a recording. A recording is a folder holding "
+                             f"{HEADER_FILE} and {EVENTS_FILE}; pass that folder.")
+    if not path.exists():
+        raise RecordingError(f"{directory} is not a MemProbe recording: {HEADER_FILE} is missing. "
+                             f"Pass a folder written by `memprobe run` or `memprobe llm ask --record`.")
+    try:
+        raw = orjson.loads(path.read_bytes())
+    except orjson.JSONDecodeError as err:
+        raise RecordingError(f"{path} is not valid JSON ({err}); the recording header is damaged.") from None
+    if not isinstance(raw, dict) or raw.get("format") != FORMAT_NAME:
+        raise RecordingError(f"{path} is not a MemProbe recording header (expected \"format\": "
+                             f"\"{FORMAT_NAME}\").")
+    version = raw.get("schema_version")
+    if not isinstance(version, int) or version > SCHEMA_VERSION:
+        raise RecordingError(f"{path} has schema version {version!r}; this MemProbe reads up to "
+                             f"{SCHEMA_VERSION}. Upgrade MemProbe to read it.")
+    try:
+        return RecordingHeader.model_validate(raw)
+    except ValidationError as err:
+        raise RecordingError(f"{path}: invalid header: {err.errors()[0]['msg']} at "
+                             f"{'.'.join(map(str, err.errors()[0]['loc']))}") from None

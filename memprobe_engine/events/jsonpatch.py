@@ -1,0 +1,77 @@
+"""A small RFC 6902 JSON Patch: make a patch between two JSON documents and apply one.
+
+Memory stores are recorded as patches against their previous state. Objects are diffed key by
+key (so an updated memory item yields ``replace`` ops on just the fields that changed); arrays
+are replaced whole, which keeps patches readable for the short lists memory items hold.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+JsonPatch = list[dict[str, Any]]
+
+
+def _escape(token: str) -> str:
+    return token.replace("~", "~0").replace("/", "~1")
+
+
+def _unescape(token: str) -> str:
+    return token.replace("~1", "/").replace("~0", "~")
+
+
+def make_patch(before: Any, after: Any, path: str = "") -> JsonPatch:
+    """Ops that turn ``before`` into ``after`` (``add``/``remove``/``replace`` only)."""
+    if isinstance(before, dict) and isinstance(after, dict):
+        ops: JsonPatch = []
+        for key in before:
+            if key not in after:
+                ops.append({"op": "remove", "path": f"{path}/{_escape(key)}"})
+        for key, value in after.items():
+            child = f"{path}/{_escape(key)}"
+            if key not in before:
+                ops.append({"op": "add", "path": child, "value": copy.deepcopy(value)})
+            elif before[key] != value:
+                ops.extend(make_patch(before[key], value, child))
+        return ops
+    if before == after and type(before) is type(after):
+        return []
+    return [{"op": "replace", "path": path, "value": copy.deepcopy(after)}]
+
+
+def apply_patch(document: Any, patch: JsonPatch, *, in_place: bool = False) -> Any:
+    """Apply ``patch``; returns the new document. Raises ValueError on a path that does not exist."""
+    doc = document if in_place else copy.deepcopy(document)
+    for op in patch:
+        kind, path = op["op"], op["path"]
+        if path == "":
+            if kind in ("add", "replace"):
+                doc = copy.deepcopy(op["value"])
+                continue
+            raise ValueError("cannot remove the document root")
+        tokens = [_unescape(t) for t in path.split("/")[1:]]
+        parent = doc
+        for token in tokens[:-1]:
+            parent = parent[int(token)] if isinstance(parent, list) else parent[token]
+        last = tokens[-1]
+        if isinstance(parent, list):
+            index = len(parent) if last == "-" else int(last)
+            if kind == "add":
+                parent.insert(index, copy.deepcopy(op["value"]))
+            elif kind == "remove":
+                del parent[index]
+            elif kind == "replace":
+                parent[index] = copy.deepcopy(op["value"])
+            else:
+                raise ValueError(f"unsupported JSON Patch op {kind!r}")
+        else:
+            if kind in ("remove", "replace") and last not in parent:
+                raise ValueError(f"JSON Patch path {path} does not exist")
+            if kind == "remove":
+                del parent[last]
+            elif kind in ("add", "replace"):
+                parent[last] = copy.deepcopy(op["value"])
+            else:
+                raise ValueError(f"unsupported JSON Patch op {kind!r}")
+    return doc

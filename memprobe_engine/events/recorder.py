@@ -1,0 +1,110 @@
+"""The recorder: what engine code holds to emit events with the right span and scope.
+
+Span and scope (user, system, dimension) live in context variables, so concurrent asyncio tasks
+each carry their own position in the span tree and nested code never passes ids around.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import itertools
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from memprobe_engine.events.base import EventBase
+from memprobe_engine.events.run import SpanBegin, SpanEnd
+from memprobe_engine.events.writer import EventWriter
+
+E = TypeVar("E", bound=EventBase)
+
+
+@dataclass(frozen=True)
+class _Position:
+    span_id: str | None = None
+    parent_span_id: str | None = None
+    user_id: str | None = None
+    system: str | None = None
+    dimension: str | None = None
+
+
+_POSITION: contextvars.ContextVar[_Position] = contextvars.ContextVar("memprobe_position", default=_Position())
+
+
+class Recorder:
+    """Fills in span and scope, then hands the event to the writer. ``writer=None`` records nothing
+    (for library use where the caller explicitly asked for no recording)."""
+
+    def __init__(self, writer: EventWriter | None) -> None:
+        self.writer = writer
+        # Span ids only need to be unique within a recording; the prefix keeps resumed sessions apart.
+        start = writer.next_seq if writer is not None else 0
+        self._ids = itertools.count(1)
+        self._prefix = f"s{start}-"
+
+    @property
+    def enabled(self) -> bool:
+        return self.writer is not None
+
+    def emit(self, event: E) -> E:
+        pos = _POSITION.get()
+        if event.span_id is None:
+            event.span_id = pos.span_id
+            event.parent_span_id = pos.parent_span_id
+        if event.user_id is None:
+            event.user_id = pos.user_id
+        if event.system is None:
+            event.system = pos.system
+        if event.dimension is None:
+            event.dimension = pos.dimension
+        if self.writer is not None:
+            self.writer.write(event)
+        return event
+
+    def put_payload(self, data: Any) -> str | None:
+        """Store ``data`` once by hash; returns the reference (None when not recording)."""
+        return self.writer.put_payload(data) if self.writer is not None else None
+
+    @contextlib.contextmanager
+    def scope(self, *, user_id: str | None = None, system: str | None = None,
+              dimension: str | None = None) -> Iterator[None]:
+        """Set what the enclosed events concern, without opening a span."""
+        pos = _POSITION.get()
+        token = _POSITION.set(_Position(
+            span_id=pos.span_id, parent_span_id=pos.parent_span_id,
+            user_id=user_id if user_id is not None else pos.user_id,
+            system=system if system is not None else pos.system,
+            dimension=dimension if dimension is not None else pos.dimension))
+        try:
+            yield
+        finally:
+            _POSITION.reset(token)
+
+    @contextlib.contextmanager
+    def span(self, name: str, span_kind: str, *, user_id: str | None = None, system: str | None = None,
+             dimension: str | None = None, **attrs: Any) -> Iterator[str]:
+        """Open a span (begin event now, end event on exit, with error status if it raised)."""
+        outer = _POSITION.get()
+        span_id = self._prefix + str(next(self._ids))
+        inner = _Position(
+            span_id=span_id, parent_span_id=outer.span_id,
+            user_id=user_id if user_id is not None else outer.user_id,
+            system=system if system is not None else outer.system,
+            dimension=dimension if dimension is not None else outer.dimension)
+        token = _POSITION.set(inner)
+        self.emit(SpanBegin(name=name, span_kind=span_kind, attrs=attrs))
+        try:
+            yield span_id
+        except BaseException as err:
+            status = "cancelled" if isinstance(err, (KeyboardInterrupt, GeneratorExit)) or \
+                type(err).__name__ == "CancelledError" else "error"
+            self.emit(SpanEnd(status=status, error=f"{type(err).__name__}: {err}"[:500]))
+            raise
+        else:
+            self.emit(SpanEnd())
+        finally:
+            _POSITION.reset(token)
+
+
+NULL_RECORDER = Recorder(None)

@@ -1,0 +1,39 @@
+"""Upgrade-on-read: events stored under an older schema version are rewritten to the current one.
+
+Each upgrader takes an event dict of version ``v`` and returns it in version ``v + 1``; the reader
+chains them. Recordings on disk are never rewritten.
+
+Version history:
+- 0: the development prototype's layout — ``type`` for the event kind, ``ts`` for wall time,
+  ``span``/``parent`` for the span ids, and ``llm_call.prompt_tokens``/``completion_tokens`` at the
+  top level instead of a ``usage`` object.
+- 1: the current layout (see ``docs/recording-format.md``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from memprobe_engine.events.base import SCHEMA_VERSION
+
+EventDict = dict[str, Any]
+
+
+def _v0_to_v1(event: EventDict) -> EventDict:
+    renames = {"type": "kind", "ts": "time", "span": "span_id", "parent": "parent_span_id"}
+    out = {renames.get(key, key): value for key, value in event.items()}
+    if out.get("kind") == "llm_call" and ("prompt_tokens" in out or "completion_tokens" in out):
+        out["usage"] = {"prompt_tokens": out.pop("prompt_tokens", 0),
+                        "completion_tokens": out.pop("completion_tokens", 0)}
+    return out
+
+
+UPGRADERS: dict[int, Callable[[EventDict], EventDict]] = {0: _v0_to_v1}
+
+
+def upgrade_event(event: EventDict, from_version: int) -> EventDict:
+    """Bring one stored event dict from ``from_version`` up to :data:`SCHEMA_VERSION`."""
+    for version in range(from_version, SCHEMA_VERSION):
+        event = UPGRADERS[version](event)
+    return event

@@ -1,0 +1,89 @@
+"""Value types shared by the chat client and every backend.
+
+A backend only turns a :class:`ChatRequest` into a :class:`ChatResult`; hashing, caching,
+retries, structured-output repair and recording live in the client so that every backend gets
+them identically.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict
+
+
+class ChatMessage(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    role: Literal["system", "user", "assistant", "tool"]
+    content: str
+
+
+class SamplingParams(BaseModel):
+    """Sampling settings that change the output, and therefore take part in the request hash."""
+
+    model_config = ConfigDict(frozen=True)
+
+    temperature: float = 0.0
+    max_tokens: int | None = None
+    top_p: float | None = None
+    seed: int | None = None
+    stop: tuple[str, ...] | None = None
+
+
+class ChatRequest(BaseModel):
+    """A fully resolved request: backend-level model name, messages, parameters, output format.
+
+    ``response_schema`` is a JSON Schema the backend should enforce (constrained decoding where
+    the server supports it). ``replica`` distinguishes deliberate repeats of the same request
+    (e.g. several samples) so that the cache does not collapse them.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    model: str
+    messages: tuple[ChatMessage, ...]
+    params: SamplingParams = SamplingParams()
+    response_schema: dict[str, Any] | None = None
+    replica: int = 0
+
+
+class Usage(BaseModel):
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+class ChatResult(BaseModel):
+    """What a backend returns for one attempt."""
+
+    text: str
+    usage: Usage = Usage()
+    model: str | None = None
+    finish_reason: str | None = None
+
+
+class TransientBackendError(Exception):
+    """A failure worth retrying: HTTP 429/5xx, timeout, dropped connection."""
+
+    def __init__(self, message: str, *, retry_after_s: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+
+@runtime_checkable
+class ChatBackend(Protocol):
+    """What every backend implements. ``name`` appears in recordings (e.g. ``openai``, ``local``)."""
+
+    name: str
+
+    async def complete(self, request: ChatRequest) -> ChatResult:
+        """One attempt. Raise TransientBackendError to ask for a retry, LLMError for a fatal one."""
+        ...
+
+    def stream(self, request: ChatRequest) -> AsyncIterator[str]:
+        """Yield the response text in pieces as it is generated (used by the TUI's live re-run)."""
+        ...
+
+    async def aclose(self) -> None:
+        ...
