@@ -15,3 +15,7 @@ class Message(EventBase):
     content: str
     task_index: int | None = None
     turn: int | None = None
+    #: For simulated-user messages: the simulator's own label (e.g. followup, clarify, satisfied)
+    #: and whether it declared the task done.
+    feedback_type: str | None = None
+    is_done: bool | None = None

@@ -40,3 +40,12 @@ class Retrieval(EventBase):
     item_ids: list[str]
     scores: list[float | None] = []
     purpose: str | None = None
+
+
+class MemoryFootprint(EventBase):
+    """Size of a store at a point (metric E): item count and characters of content per item."""
+
+    kind: Literal["memory_footprint"] = "memory_footprint"
+    n_items: int
+    total_chars: int
+    mean_chars: float

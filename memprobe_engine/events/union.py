@@ -8,7 +8,8 @@ from pydantic import Field, TypeAdapter
 
 from memprobe_engine.events.dialogue import Message
 from memprobe_engine.events.llm import EmbeddingBatch, LLMCall
-from memprobe_engine.events.memory import MemoryOp, MemorySnapshot, Retrieval
+from memprobe_engine.events.memory import MemoryFootprint, MemoryOp, MemorySnapshot, Retrieval
+from memprobe_engine.events.recovery import EpisodeEnd, PreferenceJudgment, TaskVerdict
 from memprobe_engine.events.run import ErrorEvent, Metric, RunEnd, RunStart, SpanBegin, SpanEnd
 from memprobe_engine.events.scoring import AttributionLabel, AttributionStage, JudgeScore, SlotFill
 
@@ -16,7 +17,8 @@ _EVENT_TYPES = (
     RunStart, RunEnd, SpanBegin, SpanEnd, ErrorEvent, Metric,
     Message,
     LLMCall, EmbeddingBatch,
-    MemoryOp, MemorySnapshot, Retrieval,
+    MemoryOp, MemorySnapshot, Retrieval, MemoryFootprint,
+    EpisodeEnd, PreferenceJudgment, TaskVerdict,
     SlotFill, JudgeScore, AttributionStage, AttributionLabel,
 )
 

@@ -13,7 +13,8 @@ from memprobe_engine.events.dialogue import Message
 from memprobe_engine.events.header import new_header
 from memprobe_engine.events.jsonpatch import apply_patch, make_patch
 from memprobe_engine.events.llm import EmbeddingBatch, LLMCall, RecordedMessage, RetryNote, TokenUsage
-from memprobe_engine.events.memory import MemoryOp, MemorySnapshot, Retrieval
+from memprobe_engine.events.memory import MemoryFootprint, MemoryOp, MemorySnapshot, Retrieval
+from memprobe_engine.events.recovery import EpisodeEnd, PreferenceJudgment, TaskVerdict
 from memprobe_engine.events.reader import open_recording
 from memprobe_engine.events.recorder import Recorder
 from memprobe_engine.events.run import ErrorEvent, Metric, RunEnd, RunStart
@@ -37,6 +38,10 @@ def one_of_each(recorder: Recorder) -> list[object]:
         MemoryOp(op="add", item_ids=["m1"], patch=[{"op": "add", "path": "/items/m1", "value": {"c": "x"}}]),
         MemorySnapshot(snapshot_ref=ref or "", n_items=1),
         Retrieval(query="q", k=5, item_ids=["m1"], scores=[0.5]),
+        MemoryFootprint(n_items=1, total_chars=10, mean_chars=10.0),
+        EpisodeEnd(task_index=0, end_reason="satisfied", turns=2),
+        PreferenceJudgment(task_index=0, turn=1, scores={"verbosity_preference": 4.0, "tone": None}, mean=4.0),
+        TaskVerdict(attempt=0, task="Help me plan", verdict="neutral"),
         SlotFill(mode="dump_all", label="prefers short answers", reason="item m1"),
         JudgeScore(mode="retrieve", score=0.75, reason="close"),
         AttributionStage(mode="dump_all", stage=0, verdict="can_invite", reason="fits"),

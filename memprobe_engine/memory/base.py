@@ -1,0 +1,175 @@
+"""The memory-system protocol and the services a system gets from the engine.
+
+A system is constructed with a :class:`MemoryServices` (chat client, embedder, recorder, simulated
+clock, seed) and then driven by the rollout: ``reset`` for a new user, ``observe`` for each new
+piece of evidence, ``search`` for the assistant's memory block and retrieve-mode scoring,
+``dump`` for dump_all scoring, ``footprint`` for metric E. All of a system's model calls go through
+``services.chat`` / ``services.embedder`` so they are recorded and cached; all store mutations go
+through :class:`RecordedStore` so each one becomes a ``memory_op`` event with its JSON Patch.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
+
+from pydantic import BaseModel
+
+from memprobe_engine.events.jsonpatch import make_patch
+from memprobe_engine.events.memory import MemoryOp
+from memprobe_engine.events.recorder import Recorder
+
+
+class SimClock:
+    """Simulated time: systems timestamp memories with it, never with the wall clock, so a
+    recording replays identically. The rollout advances it (one day per task, minutes per turn)."""
+
+    def __init__(self, start: dt.datetime = dt.datetime(2026, 1, 5, 9, 0, 0)) -> None:
+        self._now = start
+
+    def now(self) -> dt.datetime:
+        return self._now
+
+    def iso(self) -> str:
+        return self._now.isoformat(timespec="seconds")
+
+    def advance(self, *, days: int = 0, minutes: int = 0) -> None:
+        self._now += dt.timedelta(days=days, minutes=minutes)
+
+
+@dataclass
+class MemoryServices:
+    """What the engine hands a memory system. ``chat`` is a ChatClient (role ``memory_writer`` for
+    write-side calls), ``embedder`` an Embedder; typed loosely here to keep this module light."""
+
+    recorder: Recorder
+    clock: SimClock
+    seed: int = 0
+    chat: Any = None
+    embedder: Any = None
+    rng: random.Random = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.rng = random.Random(self.seed)
+
+    def new_id(self, prefix: str = "m") -> str:
+        """Deterministic item ids derived from the run's seed."""
+        return f"{prefix}{self.rng.getrandbits(48):012x}"
+
+
+class Observation(BaseModel):
+    """One piece of evidence offered to the memory: the task opening, a user turn, an assistant turn."""
+
+    kind: Literal["task", "user", "assistant"]
+    text: str
+    task_index: int
+    turn: int = 0
+    timestamp: str
+
+
+class ScoredItem(BaseModel):
+    """A search hit: the item's id, its native fields and the system's relevance score."""
+
+    id: str
+    item: dict[str, Any]
+    score: float | None = None
+
+
+class Footprint(BaseModel):
+    n_items: int
+    total_chars: int
+
+    @property
+    def mean_chars(self) -> float:
+        return self.total_chars / self.n_items if self.n_items else 0.0
+
+
+@runtime_checkable
+class MemorySystem(Protocol):
+    """What every memory system implements (built-in or plug-in)."""
+
+    name: ClassVar[str]
+    description: ClassVar[str]
+
+    async def reset(self, user_id: str) -> None:
+        """Forget everything: a new user (or episode) starts from an empty store."""
+        ...
+
+    async def observe(self, observation: Observation) -> None:
+        """Take in new evidence; the system decides what to write."""
+        ...
+
+    async def search(self, query: str, k: int) -> list[ScoredItem]:
+        """The system's own read interface: up to ``k`` items, best first."""
+        ...
+
+    def dump(self) -> list[dict[str, Any]]:
+        """The whole store as items with their native fields (dump_all mode)."""
+        ...
+
+    def footprint(self) -> Footprint:
+        ...
+
+
+class RecordedStore:
+    """An ordered id → item store that records every mutation as a ``memory_op`` event.
+
+    The recorded state is ``{"items": {id: item}}``; each op carries the JSON Patch from the state
+    before to the state after, so the store at any step can be rebuilt from the recording.
+    ``content_field`` names the field counted for the footprint's characters per item.
+    """
+
+    def __init__(self, recorder: Recorder, *, content_field: str = "content") -> None:
+        self._recorder = recorder
+        self._items: dict[str, dict[str, Any]] = {}
+        self._content_field = content_field
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __contains__(self, item_id: object) -> bool:
+        return item_id in self._items
+
+    def get(self, item_id: str) -> dict[str, Any]:
+        return self._items[item_id]
+
+    def ids(self) -> list[str]:
+        return list(self._items)
+
+    def items(self) -> list[dict[str, Any]]:
+        return list(self._items.values())
+
+    def _emit(self, op: str, item_ids: list[str], patch: list[dict[str, Any]], note: str | None) -> None:
+        self._recorder.emit(MemoryOp(op=op, item_ids=item_ids, patch=patch, store_size=len(self._items), note=note))
+
+    def add(self, item_id: str, item: dict[str, Any], *, op: str = "add", note: str | None = None) -> None:
+        if item_id in self._items:
+            raise KeyError(f"memory item {item_id} already exists")
+        self._items[item_id] = dict(item)
+        self._emit(op, [item_id], [{"op": "add", "path": f"/items/{_escape(item_id)}", "value": dict(item)}], note)
+
+    def update(self, item_id: str, new_item: dict[str, Any], *, op: str = "update", note: str | None = None) -> None:
+        old = self._items[item_id]
+        patch = make_patch(old, new_item, f"/items/{_escape(item_id)}")
+        self._items[item_id] = dict(new_item)
+        if patch:
+            self._emit(op, [item_id], patch, note)
+
+    def delete(self, item_id: str, *, op: str = "delete", note: str | None = None) -> None:
+        del self._items[item_id]
+        self._emit(op, [item_id], [{"op": "remove", "path": f"/items/{_escape(item_id)}"}], note)
+
+    def clear(self, *, note: str | None = None) -> None:
+        """Empty the store (a new user); recorded as one ``reset`` op replacing the items object."""
+        self._items.clear()
+        self._emit("reset", [], [{"op": "replace", "path": "/items", "value": {}}], note)
+
+    def footprint(self) -> Footprint:
+        total = sum(len(str(item.get(self._content_field, ""))) for item in self._items.values())
+        return Footprint(n_items=len(self._items), total_chars=total)
+
+
+def _escape(token: str) -> str:
+    return token.replace("~", "~0").replace("/", "~1")
