@@ -1,0 +1,89 @@
+"""Persistent, content-addressed response cache: request hash → successful ChatResult.
+
+One sqlite3 file, ``<cache_dir>/llm-cache.sqlite`` (``$MEMPROBE_CACHE_DIR`` or ``~/.cache/memprobe``),
+shared by every run on the machine: a re-run or a resumed run pays for no request it already made.
+WAL mode and a busy timeout let threads and several processes read and write at once. Only
+successful results are stored — a failure is never replayed from the cache.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from pathlib import Path
+from typing import Protocol
+
+from pydantic import ValidationError
+
+from memprobe_engine.errors import ConfigError
+from memprobe_engine.llm.model_assets import CACHE_ENV, cache_dir
+from memprobe_engine.llm.types import ChatResult
+
+CACHE_FILE = "llm-cache.sqlite"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS responses (
+    hash    TEXT PRIMARY KEY,
+    result  TEXT NOT NULL,
+    created REAL NOT NULL
+)
+"""
+
+
+class ResponseStore(Protocol):
+    """What the chat client needs from a cache (a run may layer its own store over this one)."""
+
+    def get(self, key: str) -> ChatResult | None: ...
+
+    def put(self, key: str, result: ChatResult) -> None: ...
+
+
+class ResponseCache:
+    """Thread-safe handle on the cache file; cheap to share across a whole run."""
+
+    def __init__(self, directory: Path | None = None) -> None:
+        self.directory = directory if directory is not None else cache_dir()
+        self.path = self.directory / CACHE_FILE
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            # One connection guarded by a lock: the client calls from one event loop, and sqlite
+            # calls here are short; other processes coordinate through WAL and the busy timeout.
+            self._db = sqlite3.connect(self.path, timeout=30.0, check_same_thread=False,
+                                       isolation_level=None)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.execute(_SCHEMA)
+        except sqlite3.DatabaseError as err:
+            raise ConfigError(f"The LLM response cache {self.path} is unusable ({err}). Delete the file "
+                              f"(it is only a cache) or point {CACHE_ENV} at another folder.") from None
+        except OSError as err:
+            raise ConfigError(f"Cannot create the LLM cache folder {self.directory} ({err.strerror}). "
+                              f"Set {CACHE_ENV} to a writable folder.") from None
+        self._lock = threading.Lock()
+
+    def get(self, key: str) -> ChatResult | None:
+        """The stored result for ``key``, or None. A damaged row counts as a miss."""
+        with self._lock:
+            row = self._db.execute("SELECT result FROM responses WHERE hash = ?", (key,)).fetchone()
+        if row is None:
+            return None
+        try:
+            return ChatResult.model_validate_json(row[0])
+        except ValidationError:
+            return None
+
+    def put(self, key: str, result: ChatResult) -> None:
+        """Store a successful result (last writer wins; equal keys mean equal requests)."""
+        blob = result.model_dump_json()
+        with self._lock:
+            self._db.execute("INSERT OR REPLACE INTO responses (hash, result, created) VALUES (?, ?, ?)",
+                             (key, blob, time.time()))
+
+    def __len__(self) -> int:
+        with self._lock:
+            return int(self._db.execute("SELECT COUNT(*) FROM responses").fetchone()[0])
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()

@@ -1,0 +1,418 @@
+"""The one chat interface every role uses: cache, retries, structured output, recording.
+
+``ChatClient.chat(role, messages)`` resolves the role to a model spec and the spec to a backend
+(one instance per distinct spec, paced by a semaphore of ``spec.concurrency``), then:
+
+1. hashes the request (:mod:`memprobe_engine.llm.hashing`) and answers from the response cache
+   when it can — no backend call, but still one recorded LLMCall with ``cache_hit=True``;
+2. otherwise calls the backend, retrying :class:`TransientBackendError` with exponential backoff
+   and jitter (``retry_after_s`` honoured) up to ``spec.max_retries`` times, each retry noted;
+   when they run out, raises :class:`LLMError` naming the role, the spec and where it was set;
+3. with a ``schema`` (pydantic model) or ``json_schema`` (raw dict): sends the JSON schema, parses
+   and validates the reply, and on failure runs up to :data:`MAX_REPAIRS` repair rounds (bad reply
+   and error appended, asked again). A reply still invalid after that comes back with ``excluded``
+   set and ``parsed=None`` — callers must exclude the item, never score it as zero;
+4. records one LLMCall per logical call. Its ``messages`` are the conversation of the last round
+   sent (the original messages, then one bad reply and one repair prompt per repair round) and its
+   ``request_hash`` is the key of the original request. Content over 200 characters and the schema
+   go to the payload store. Failures are recorded too (``error``) before they are raised.
+
+API keys never reach a recording, a log or an error text: every message is scrubbed of the values
+of the key variables the configuration names (and of anything shaped like an ``sk-`` key).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import os
+import random
+import re
+import time
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel
+
+from memprobe_engine.errors import LLMError, MemProbeError
+from memprobe_engine.events.llm import LLMCall, RecordedMessage, RetryNote, TokenUsage
+from memprobe_engine.events.recorder import NULL_RECORDER, Recorder
+from memprobe_engine.llm.cache import ResponseStore
+from memprobe_engine.llm.config import LLMConfig
+from memprobe_engine.llm.hashing import current_role, request_hash
+from memprobe_engine.llm.spec import ModelSpec, parse_spec
+from memprobe_engine.llm.structured import (StructuredOutputError, parse_structured, parse_with_json_schema,
+                                            repair_messages, response_schema)
+from memprobe_engine.llm.types import (ChatBackend, ChatMessage, ChatRequest, ChatResult, SamplingParams,
+                                       TransientBackendError, Usage)
+
+#: Repair rounds after the first reply before structured output is declared excluded.
+MAX_REPAIRS = 2
+#: Message content longer than this is stored once in the payload store and referenced.
+INLINE_LIMIT = 200
+#: A server's Retry-After is honoured up to this many seconds.
+RETRY_AFTER_CAP_S = 120.0
+_KEY_SHAPES = (re.compile(r"sk-[A-Za-z0-9_\-]{8,}"), re.compile(r"(?i)(bearer\s+)\S+"))
+
+BackendFactory = Callable[[ModelSpec], ChatBackend]
+
+
+@dataclass(frozen=True)
+class ChatOutcome:
+    """The result of one logical call. ``usage`` counts the call's tokens even when it was served
+    from the cache (``cache_hit`` says it cost nothing); ``call_seq`` is the recorded event's seq."""
+
+    text: str
+    parsed: Any  # an instance of the ``schema`` model, the checked JSON value for ``json_schema``, or None
+    excluded: str | None
+    call_seq: int | None
+    cache_hit: bool
+    usage: Usage
+    latency_s: float
+    backend: str
+    model: str
+    request_hash: str
+    role: str
+    repairs: int = 0
+    retries: int = 0
+
+
+@dataclass
+class _Call:
+    """Book-keeping of one logical call across retries and repair rounds."""
+
+    role: str
+    spec: ModelSpec
+    backend: ChatBackend
+    semaphore: asyncio.Semaphore
+    conversation: list[ChatMessage]
+    params: SamplingParams
+    schema: dict[str, Any] | None
+    parse: Callable[[str], Any] | None
+    schema_name: str
+    replica: int
+    request_hash: str
+    started: float = field(default_factory=time.perf_counter)
+    retries: list[RetryNote] = field(default_factory=list)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    requests: int = 0
+    cache_hits: int = 0
+    repairs: int = 0
+    text: str | None = None
+
+    def request(self) -> ChatRequest:
+        return ChatRequest(model=self.spec.model, messages=tuple(self.conversation), params=self.params,
+                           response_schema=self.schema, replica=self.replica)
+
+    def add_usage(self, usage: Usage) -> None:
+        self.prompt_tokens += usage.prompt_tokens
+        self.completion_tokens += usage.completion_tokens
+
+
+class ChatStream:
+    """Async iterator of text pieces from :meth:`ChatClient.stream`; ``outcome`` is set once the
+    stream has been read to the end (parsed/excluded like :meth:`ChatClient.chat`)."""
+
+    def __init__(self) -> None:
+        self.outcome: ChatOutcome | None = None
+        self._source: AsyncIterator[str] | None = None
+
+    def __aiter__(self) -> "ChatStream":
+        return self
+
+    async def __anext__(self) -> str:
+        assert self._source is not None
+        return await self._source.__anext__()
+
+    async def aclose(self) -> None:
+        """Stop early; the call is recorded with an error saying the stream was abandoned."""
+        if self._source is not None and hasattr(self._source, "aclose"):
+            await self._source.aclose()
+
+
+@contextlib.asynccontextmanager
+async def _closing(source: AsyncIterator[str]) -> AsyncGenerator[AsyncIterator[str], None]:
+    """Close a backend's stream however we leave it, so its connection is released at once."""
+    try:
+        yield source
+    finally:
+        aclose = getattr(source, "aclose", None)
+        if aclose is not None:
+            await aclose()
+
+
+class ChatClient:
+    """Role-based chat over configured backends. Create one per run and event loop (backends hold
+    connections bound to the loop they were first used on); ``aclose`` when done."""
+
+    def __init__(self, config: LLMConfig, recorder: Recorder = NULL_RECORDER, cache: ResponseStore | None = None,
+                 backend_factory: BackendFactory | None = None, *, backoff_base_s: float = 1.0,
+                 backoff_max_s: float = 30.0, env: Mapping[str, str] | None = None) -> None:
+        self.config = config
+        self.recorder = recorder
+        self.cache = cache
+        self._factory = backend_factory
+        self._backoff_base_s = backoff_base_s
+        self._backoff_max_s = backoff_max_s
+        self._env = os.environ if env is None else env
+        self._backends: dict[str, tuple[ChatBackend, asyncio.Semaphore]] = {}
+
+    def spec_for(self, role: str) -> ModelSpec:
+        return self.config.spec_for(role)
+
+    async def __aenter__(self) -> "ChatClient":
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def chat(self, role: str, messages: Sequence[ChatMessage], *, params: SamplingParams | None = None,
+                   schema: type[BaseModel] | None = None, json_schema: dict[str, Any] | None = None,
+                   replica: int = 0) -> ChatOutcome:
+        """One logical call (see the module docstring). Raises LLMError (or ReplayMiss) when it fails.
+
+        ``schema`` (a pydantic model) or ``json_schema`` (a raw JSON schema, e.g. from a file) asks
+        for structured output; ``outcome.parsed`` is then the model instance or the checked JSON."""
+        call = self._start(role, messages, params, schema, json_schema, replica)
+        try:
+            text = await self._round(call)
+            return await self._conclude(call, text)
+        except Exception as err:
+            safe = self._record_failure(call, err)
+            if safe is err:
+                raise
+            raise safe from None
+
+    def stream(self, role: str, messages: Sequence[ChatMessage], *, params: SamplingParams | None = None,
+               schema: type[BaseModel] | None = None, json_schema: dict[str, Any] | None = None,
+               replica: int = 0) -> ChatStream:
+        """Like :meth:`chat`, yielding the first reply's text as it is generated (a cache hit comes in
+        one piece). Only the first reply streams: repair rounds, if needed, run before the end.
+        Token usage of a streamed reply is not reported by the stream and is recorded as 0."""
+        sink = ChatStream()
+        sink._source = self._stream_pieces(sink, self._start(role, messages, params, schema, json_schema, replica))
+        return sink
+
+    async def aclose(self) -> None:
+        """Close every backend (stopping servers the backends started)."""
+        backends, self._backends = list(self._backends.values()), {}
+        for backend, _ in backends:
+            await backend.aclose()
+
+    # -- one call ------------------------------------------------------------------------------
+
+    def _start(self, role: str, messages: Sequence[ChatMessage], params: SamplingParams | None,
+               schema: type[BaseModel] | None, json_schema: dict[str, Any] | None, replica: int) -> _Call:
+        if schema is not None and json_schema is not None:
+            raise TypeError("pass either schema (a pydantic model) or json_schema (a dict), not both")
+        spec = self.spec_for(role)
+        backend, semaphore = self._backend_for(spec)
+        parse: Callable[[str], Any] | None = None
+        sent: dict[str, Any] | None = None
+        name = ""
+        if schema is not None:
+            parse, sent = functools.partial(parse_structured, model=schema), response_schema(schema)
+            name = schema.__name__
+        elif json_schema is not None:
+            parse, sent, name = functools.partial(parse_with_json_schema, schema=json_schema), json_schema, "JSON"
+        call = _Call(role=role, spec=spec, backend=backend, semaphore=semaphore, conversation=list(messages),
+                     params=params or SamplingParams(), schema=sent, parse=parse, schema_name=name,
+                     replica=replica, request_hash="")
+        call.request_hash = request_hash(call.request(), backend=spec.backend)
+        return call
+
+    def _backend_for(self, spec: ModelSpec) -> tuple[ChatBackend, asyncio.Semaphore]:
+        key = spec.identity_key()
+        entry = self._backends.get(key)
+        if entry is None:
+            if self._factory is not None:
+                backend = self._factory(spec)
+            else:
+                from memprobe_engine.llm.backends import make_backend
+                backend = make_backend(spec, self._env)
+            entry = (backend, asyncio.Semaphore(spec.concurrency))
+            self._backends[key] = entry
+        return entry
+
+    def _cached(self, call: _Call, key: str) -> ChatResult | None:
+        """Count a request and answer it from the cache if possible (never for replay specs)."""
+        call.requests += 1
+        if self.cache is None or call.spec.backend == "replay":
+            return None
+        hit = self.cache.get(key)
+        if hit is not None:
+            call.cache_hits += 1
+            call.add_usage(hit.usage)
+        return hit
+
+    def _store(self, call: _Call, key: str, result: ChatResult) -> None:
+        call.add_usage(result.usage)
+        if self.cache is not None and call.spec.backend != "replay":
+            self.cache.put(key, result)
+
+    async def _round(self, call: _Call) -> str:
+        """Send the current conversation once (cache, then backend with retries); return the text."""
+        request = call.request()
+        key = request_hash(request, backend=call.spec.backend)
+        result = self._cached(call, key)
+        if result is None:
+            result = await self._attempts(call, request)
+            self._store(call, key, result)
+        call.text = result.text
+        return result.text
+
+    async def _attempts(self, call: _Call, request: ChatRequest) -> ChatResult:
+        attempt = 0
+        async with call.semaphore:
+            while True:
+                token = current_role.set(call.role)
+                try:
+                    return await call.backend.complete(request)
+                except TransientBackendError as err:
+                    attempt = await self._retry_or_give_up(call, err, attempt)
+                finally:
+                    current_role.reset(token)
+
+    async def _retry_or_give_up(self, call: _Call, err: TransientBackendError, attempt: int) -> int:
+        """Note the failure and sleep before the next attempt, or raise LLMError when out of retries."""
+        if attempt >= call.spec.max_retries:
+            hint = getattr(err, "hint", None) or ("The endpoint kept failing: try again later, or raise "
+                                                  "max_retries in the role's [models.ROLE] table.")
+            raise LLMError(f"{self.scrub(str(err))}. Model spec for role {call.role!r}: {call.spec.where()}; "
+                           f"gave up after {attempt + 1} attempts. {hint}")
+        if err.retry_after_s is not None:
+            wait = min(err.retry_after_s, RETRY_AFTER_CAP_S)
+        else:
+            wait = min(self._backoff_max_s, self._backoff_base_s * 2 ** attempt) * random.uniform(0.5, 1.0)
+        call.retries.append(RetryNote(attempt=attempt + 1, error=self.scrub(str(err))[:300], wait_s=round(wait, 3)))
+        await asyncio.sleep(wait)
+        return attempt + 1
+
+    async def _conclude(self, call: _Call, text: str) -> ChatOutcome:
+        """Parse (with repair rounds) when a schema was asked for, then record the call."""
+        if call.parse is None:
+            return self._record(call)
+        while True:
+            try:
+                parsed = call.parse(text)
+            except StructuredOutputError as err:
+                reason = err.reason
+            else:
+                return self._record(call, parsed=parsed)
+            if call.repairs >= MAX_REPAIRS:
+                break
+            call.conversation.extend(repair_messages(text, reason))
+            call.repairs += 1
+            text = await self._round(call)
+        excluded = (f"{call.schema_name} output still invalid after {call.repairs} repair round(s): {reason}")
+        return self._record(call, excluded=excluded)
+
+    # -- streaming -----------------------------------------------------------------------------
+
+    async def _stream_pieces(self, sink: ChatStream, call: _Call) -> AsyncGenerator[str, None]:
+        call.started = time.perf_counter()  # latency counts from the first read, not from stream()
+        try:
+            cached = self._cached(call, call.request_hash)
+            if cached is not None:
+                text = cached.text
+                yield text
+            else:
+                pieces: list[str] = []
+                async with contextlib.aclosing(self._stream_attempts(call, pieces)) as source:
+                    async for piece in source:
+                        yield piece
+                text = "".join(pieces)
+                self._store(call, call.request_hash, ChatResult(text=text))
+            call.text = text
+            sink.outcome = await self._conclude(call, text)
+        except GeneratorExit:
+            self._record(call, error="the consumer stopped reading the stream before it ended")
+            raise
+        except Exception as err:
+            safe = self._record_failure(call, err)
+            if safe is err:
+                raise
+            raise safe from None
+
+    async def _stream_attempts(self, call: _Call, pieces: list[str]) -> AsyncGenerator[str, None]:
+        """Stream one reply; retry transient failures that happen before the first piece."""
+        request = call.request()
+        attempt = 0
+        async with call.semaphore:
+            while True:
+                try:
+                    async with _closing(call.backend.stream(request)) as source:
+                        while True:
+                            token = current_role.set(call.role)
+                            try:
+                                piece = await anext(source)
+                            except StopAsyncIteration:
+                                return
+                            finally:
+                                current_role.reset(token)
+                            pieces.append(piece)
+                            yield piece
+                except TransientBackendError as err:
+                    if pieces:
+                        raise LLMError(f"{self.scrub(str(err))}: the stream broke after {len(pieces)} pieces "
+                                       f"(model spec for role {call.role!r}: {call.spec.where()}).") from None
+                    attempt = await self._retry_or_give_up(call, err, attempt)
+
+    # -- recording -----------------------------------------------------------------------------
+
+    def scrub(self, text: str) -> str:
+        """Remove API keys: values of the configured key variables, and anything key-shaped."""
+        names = {"OPENAI_API_KEY"}
+        for spec in self.config.models.values():
+            fallback = parse_spec(spec.fallback) if spec.fallback else None
+            names |= {s.api_key_env for s in (spec, fallback) if s is not None and s.api_key_env}
+        for name in names:
+            value = self._env.get(name, "").strip()
+            if len(value) >= 4:
+                text = text.replace(value, "***")
+        for shape in _KEY_SHAPES:
+            text = shape.sub(lambda m: (m.group(1) if m.groups() else "sk-") + "***", text)
+        return text
+
+    def _record_failure(self, call: _Call, err: Exception) -> Exception:
+        """Record the failed call; return the exception to raise (a scrubbed copy if needed)."""
+        message = self.scrub(str(err))
+        if isinstance(err, MemProbeError):
+            self._record(call, error=message)
+            return err if message == str(err) else type(err)(message)
+        self._record(call, error=f"{type(err).__name__}: {message}"[:1000])
+        return err
+
+    def _recorded_messages(self, messages: list[ChatMessage]) -> list[RecordedMessage]:
+        recorded = []
+        for message in messages:
+            ref = self.recorder.put_payload(message.content) if len(message.content) > INLINE_LIMIT else None
+            recorded.append(RecordedMessage(role=message.role, content_ref=ref) if ref is not None
+                            else RecordedMessage(role=message.role, content=message.content))
+        return recorded
+
+    def _record(self, call: _Call, *, parsed: Any = None, excluded: str | None = None,
+                error: str | None = None) -> ChatOutcome:
+        latency = time.perf_counter() - call.started
+        usage = Usage(prompt_tokens=call.prompt_tokens, completion_tokens=call.completion_tokens)
+        cache_hit = call.requests > 0 and call.cache_hits == call.requests
+        seq: int | None = None
+        if self.recorder.enabled:
+            event = self.recorder.emit(LLMCall(
+                role=call.role, backend=call.spec.backend, model=call.spec.model,
+                request_hash=call.request_hash, messages=self._recorded_messages(call.conversation),
+                params=call.params.model_dump(mode="json", exclude_none=True),
+                response_schema_ref=self.recorder.put_payload(call.schema) if call.schema is not None else None,
+                response_text=call.text,
+                parsed=parsed.model_dump(mode="json") if isinstance(parsed, BaseModel) else parsed,
+                usage=TokenUsage(prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens),
+                latency_s=round(latency, 4), cache_hit=cache_hit, retries=list(call.retries),
+                repairs=call.repairs, error=error, excluded=excluded, replica=call.replica))
+            seq = event.seq
+        return ChatOutcome(
+            text=call.text or "", parsed=parsed, excluded=excluded, call_seq=seq, cache_hit=cache_hit,
+            usage=usage, latency_s=latency, backend=call.spec.backend, model=call.spec.model,
+            request_hash=call.request_hash, role=call.role, repairs=call.repairs, retries=len(call.retries))

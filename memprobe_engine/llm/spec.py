@@ -1,0 +1,200 @@
+"""Model specs: which backend and model serve a role, and how to reach and pace it.
+
+A spec is written as a short string on the command line or in an environment variable, or as a
+``[models.ROLE]`` table in the config file for the settings a string cannot carry. Grammar::
+
+    openai:MODEL                      the OpenAI API (or $OPENAI_BASE_URL when set)
+    openai:MODEL@http(s)://HOST/v1    any OpenAI-compatible server (vllm serve, llama.cpp, ...)
+    local | local:1.5b | local:fast   the embedded offline model (``fast`` = ``0.5b`` tier)
+    vllm:HF_MODEL_ID                  start ``vllm serve HF_MODEL_ID`` and talk to it
+    replay:RECORDING_DIR              answer from a recording by request hash, fail on a miss
+    replay:RECORDING_DIR|SPEC         ... and ask SPEC (any non-replay spec) on a miss
+
+Specs hold the *name* of the environment variable with the API key (``api_key_env``), never the
+key, so a spec can be written into a recording header as it is.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+import orjson
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from memprobe_engine.errors import ConfigError
+
+BackendName = Literal["openai", "local", "vllm", "replay"]
+BACKENDS: tuple[str, ...] = ("openai", "local", "vllm", "replay")
+
+#: Parallel requests per backend when a spec does not say: a remote API takes several, the embedded
+#: model one (it runs on the CPU), a vLLM server batches many.
+DEFAULT_CONCURRENCY: dict[str, int] = {"openai": 8, "local": 1, "vllm": 16, "replay": 64}
+DEFAULT_LOCAL_TIER = "1.5b"
+
+VALID_FORMS = ("openai:MODEL, openai:MODEL@http://HOST:PORT/v1, local, local:1.5b, local:fast (0.5b tier), "
+               "vllm:HF_MODEL_ID, replay:RECORDING_DIR, replay:RECORDING_DIR|FALLBACK_SPEC")
+
+_URL_SUFFIX = re.compile(r"@(https?://\S+)$")
+
+
+class ModelSpec(BaseModel):
+    """One resolved model setting. ``origin`` says where it was set (for error messages only)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    backend: BackendName
+    model: str = Field(min_length=1)
+    base_url: str | None = None
+    api_key_env: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    concurrency: int = Field(default=0, ge=0, le=1024)  # 0 = the backend's default, filled in below
+    context_tokens: int | None = Field(default=None, ge=256)
+    timeout_s: float = Field(default=600.0, gt=0)
+    startup_timeout_s: float = Field(default=900.0, gt=0)
+    max_retries: int = Field(default=4, ge=0, le=20)
+    fallback: str | None = None
+    extra_args: tuple[str, ...] = ()
+    extra_body: dict[str, Any] | None = None
+    origin: str | None = None
+
+    @model_validator(mode="after")
+    def _check(self) -> "ModelSpec":
+        if self.backend == "local":
+            object.__setattr__(self, "model", _local_tier(self.model))
+        if self.fallback is not None:
+            if self.backend != "replay":
+                raise ValueError("only a replay spec can have a fallback")
+            if parse_spec(self.fallback).backend == "replay":
+                raise ValueError("a replay fallback must be a live backend, not another replay")
+        if self.base_url is not None and not self.base_url.startswith(("http://", "https://")):
+            raise ValueError(f"base_url {self.base_url!r} must start with http:// or https://")
+        if self.concurrency == 0:
+            default = DEFAULT_CONCURRENCY[self.backend]
+            if self.backend == "replay" and self.fallback is not None:
+                default = parse_spec(self.fallback).concurrency  # misses go to the fallback: pace for it
+            object.__setattr__(self, "concurrency", default)
+        return self
+
+    def spec_string(self) -> str:
+        """The short form of this spec (fields a string cannot carry are left out)."""
+        if self.backend == "openai" and self.base_url:
+            return f"openai:{self.model}@{self.base_url}"
+        if self.backend == "replay" and self.fallback:
+            return f"replay:{self.model}|{self.fallback}"
+        return f"{self.backend}:{self.model}"
+
+    def identity_key(self) -> str:
+        """Equal for specs that can share one backend instance: where a spec was set and the
+        client-side pacing (concurrency, retries) do not count, so two roles on the same model never
+        start two servers. The first spec seen sizes the shared concurrency limit."""
+        fields = self.model_dump(mode="json", exclude={"origin", "concurrency", "max_retries"})
+        return orjson.dumps(fields, option=orjson.OPT_SORT_KEYS).decode()
+
+    def where(self) -> str:
+        """``spec string`` plus where it was set, for messages that must name the setting to fix."""
+        return f"{self.spec_string()}" + (f", set by {self.origin}" if self.origin else "")
+
+    def resolved(self) -> dict[str, Any]:
+        """JSON-safe description for a recording header: no secrets exist in a spec to leave out."""
+        data = self.model_dump(mode="json", exclude_none=True, exclude_defaults=False)
+        data["spec"] = self.spec_string()
+        if not data.get("extra_args"):
+            data.pop("extra_args", None)
+        return data
+
+
+def parse_spec(text: str, *, origin: str | None = None) -> ModelSpec:
+    """Parse a spec string (see the module docstring). ConfigError names the string and valid forms."""
+    raw = text.strip()
+    try:
+        return ModelSpec(**_spec_fields(raw), origin=origin)
+    except _SpecSyntaxError as err:
+        raise ConfigError(_bad_spec_message(text, str(err), origin)) from None
+    except ConfigError as err:
+        raise ConfigError(_bad_spec_message(text, str(err), origin)) from None
+    except ValidationError as err:
+        raise ConfigError(_bad_spec_message(text, first_validation_problem(err), origin)) from None
+
+
+def spec_from_table(table: dict[str, Any], *, origin: str) -> ModelSpec:
+    """Build a spec from a config-file table: an optional ``spec = "..."`` string, then fields."""
+    fields: dict[str, Any] = {}
+    table = dict(table)
+    short = table.pop("spec", None)
+    try:
+        if short is not None:
+            if not isinstance(short, str):
+                raise _SpecSyntaxError("`spec` must be a string")
+            fields = _spec_fields(short.strip())
+        if "extra_args" in table and isinstance(table["extra_args"], list):
+            table["extra_args"] = tuple(str(arg) for arg in table["extra_args"])
+        fields.update(table)
+        if fields.get("backend") == "local" and "model" not in fields:
+            fields["model"] = DEFAULT_LOCAL_TIER
+        return ModelSpec(**fields, origin=origin)
+    except (_SpecSyntaxError, ConfigError) as err:
+        raise ConfigError(f"{origin}: {err}. Valid spec strings: {VALID_FORMS}.") from None
+    except ValidationError as err:
+        raise ConfigError(f"{origin}: {first_validation_problem(err)}. Fields: backend (one of "
+                          f"{', '.join(BACKENDS)}), model, base_url, api_key_env, concurrency, "
+                          f"context_tokens, timeout_s, startup_timeout_s, max_retries, fallback, "
+                          f"extra_args, extra_body — or spec = \"...\".") from None
+    except TypeError as err:  # e.g. a non-string key from an odd TOML table
+        raise ConfigError(f"{origin}: {err}") from None
+
+
+def first_validation_problem(err: ValidationError) -> str:
+    """One readable line for the first problem pydantic found."""
+    first = err.errors()[0]
+    where = ".".join(str(part) for part in first["loc"])
+    message = str(first["msg"]).removeprefix("Value error, ")
+    return f"{where}: {message}" if where else message
+
+
+class _SpecSyntaxError(ValueError):
+    """Internal: a spec string that does not follow the grammar."""
+
+
+def _spec_fields(raw: str) -> dict[str, Any]:
+    """Split a spec string into ModelSpec fields, without validating field values."""
+    if not raw:
+        raise _SpecSyntaxError("it is empty")
+    backend, sep, rest = raw.partition(":")
+    backend = backend.strip().lower()
+    if backend not in BACKENDS:
+        raise _SpecSyntaxError(f"unknown backend {backend!r}")
+    rest = rest.strip()
+    if backend == "local":
+        return {"backend": "local", "model": rest or DEFAULT_LOCAL_TIER}
+    if not sep or not rest:
+        needed = "a recording directory" if backend == "replay" else "a model"
+        raise _SpecSyntaxError(f"the {backend} backend needs {needed} after '{backend}:'")
+    if backend == "openai":
+        match = _URL_SUFFIX.search(rest)
+        if match is not None:
+            model = rest[:match.start()].strip()
+            if not model:
+                raise _SpecSyntaxError("the model name before '@' is empty")
+            return {"backend": "openai", "model": model, "base_url": match.group(1).rstrip("/")}
+        if "@" in rest:
+            raise _SpecSyntaxError("the part after '@' must be a URL starting with http:// or https://")
+        return {"backend": "openai", "model": rest}
+    if backend == "vllm":
+        return {"backend": "vllm", "model": rest}
+    path, bar, fallback = rest.partition("|")
+    if not path.strip():
+        raise _SpecSyntaxError("the recording directory is empty")
+    if bar and not fallback.strip():
+        raise _SpecSyntaxError("nothing follows '|': name a fallback spec such as local:fast")
+    return {"backend": "replay", "model": path.strip(), "fallback": fallback.strip() or None}
+
+
+def _local_tier(name: str) -> str:
+    """Canonical tier name for the embedded model (``0.5b`` and ``fast`` are one tier)."""
+    from memprobe_engine.llm.model_assets import resolve_tier  # light module: no model is loaded
+    return resolve_tier(name).name
+
+
+def _bad_spec_message(text: str, why: str, origin: str | None) -> str:
+    where = f" (set by {origin})" if origin else ""
+    return f"Model spec {text!r}{where} is not valid: {why.rstrip('.')}. Valid forms: {VALID_FORMS}."

@@ -1,0 +1,283 @@
+"""The OpenAI-compatible backend against a real HTTP server on 127.0.0.1, through the client.
+
+The server is stdlib ``http.server`` in a thread, answering from a script, so retries, error
+mapping, key handling and scrubbing are exercised over real sockets and the real ``openai`` SDK.
+Also here: the vLLM launcher against a fake ``vllm`` executable.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+from memprobe_engine.errors import ConfigError, LLMError
+from memprobe_engine.events.recorder import NULL_RECORDER, Recorder
+from memprobe_engine.llm.backends import make_backend
+from memprobe_engine.llm.backends.openai_compat import OpenAICompatBackend
+from memprobe_engine.llm.backends.vllm_server import VLLMBackend
+from memprobe_engine.llm.client import ChatClient
+from memprobe_engine.llm.config import LLMConfig, load_llm_config
+from memprobe_engine.llm.spec import parse_spec
+from memprobe_engine.llm.types import ChatMessage
+from tests.doubles import read_events, temp_recording
+
+SECRET = "sk-test-SECRET123"
+Reply = tuple[int, dict[str, str], bytes]
+
+
+def completion(text: str) -> Reply:
+    body = {"id": "c1", "object": "chat.completion", "created": 0, "model": "served-model",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10}}
+    return 200, {"Content-Type": "application/json"}, json.dumps(body).encode()
+
+
+def error(status: int, message: str, headers: dict[str, str] | None = None) -> Reply:
+    body = json.dumps({"error": {"message": message, "type": "error", "code": None}}).encode()
+    return status, {"Content-Type": "application/json", **(headers or {})}, body
+
+
+def sse(pieces: list[str]) -> Reply:
+    events = [{"id": "c1", "object": "chat.completion.chunk", "created": 0, "model": "m",
+               "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]} for piece in pieces]
+    body = b"".join(b"data: " + json.dumps(event).encode() + b"\n\n" for event in events) + b"data: [DONE]\n\n"
+    return 200, {"Content-Type": "text/event-stream"}, body
+
+
+class FakeServer:
+    """Answers POST /v1/chat/completions from ``script`` (the last entry repeats)."""
+
+    def __init__(self, script: list[Reply | Callable[[dict[str, Any]], Reply]]) -> None:
+        self.script = script
+        self.requests: list[dict[str, Any]] = []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 — http.server's naming
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+                seen = {"path": self.path, "auth": self.headers.get("Authorization"), "body": body}
+                outer.requests.append(seen)
+                entry = outer.script[min(len(outer.requests), len(outer.script)) - 1]
+                status, headers, payload = entry(seen) if callable(entry) else entry
+                self.send_response(status)
+                for name, value in headers.items():
+                    self.send_header(name, value)
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture
+def serve() -> Iterator[Callable[[list[Any]], FakeServer]]:
+    servers: list[FakeServer] = []
+
+    def start(script: list[Any]) -> FakeServer:
+        servers.append(FakeServer(script))
+        return servers[-1]
+    yield start
+    for server in servers:
+        server.close()
+
+
+def client_for(url: str, *, recorder: Recorder = NULL_RECORDER, env: dict[str, str] | None = None) -> ChatClient:
+    """A client on the fake server with tiny backoff, so retry tests take milliseconds."""
+    env = env if env is not None else {}
+    config = load_llm_config(None, env, [f"openai:test-model@{url}"])
+    return ChatClient(config, recorder, backoff_base_s=0.01, backoff_max_s=0.05, env=env)
+
+
+def ask(text: str = "hello") -> list[ChatMessage]:
+    return [ChatMessage(role="user", content=text)]
+
+
+async def test_429_500_garbage_then_success_is_retried_and_recorded(serve: Any, tmp_path: Path) -> None:
+    server = serve([error(429, "slow down", {"Retry-After": "0"}), error(500, "boom"),
+                    (200, {"Content-Type": "application/json"}, b"<html>not json{"),
+                    (200, {"Content-Type": "text/plain"}, b"garbage"), completion("Hi!")])
+    with temp_recording(tmp_path / "rec") as recorder:
+        client = client_for(server.url, recorder=recorder)
+        outcome = await client.chat("agent", ask())
+        await client.aclose()
+    assert outcome.text == "Hi!" and outcome.retries == 4
+    assert (outcome.usage.prompt_tokens, outcome.usage.completion_tokens) == (7, 3)
+    assert len(server.requests) == 5 and server.requests[0]["path"] == "/v1/chat/completions"
+    assert server.requests[0]["body"]["model"] == "test-model"
+    (event,) = read_events(tmp_path / "rec")
+    errors = [note["error"] for note in event["retries"]]
+    assert "429" in errors[0] and "500" in errors[1] and "not valid JSON" in errors[2]
+    assert "not a chat completion" in errors[3]
+    assert event["retries"][0]["wait_s"] == 0.0 and event["response_text"] == "Hi!"
+
+
+async def test_unreachable_endpoint_fails_fast_naming_the_url() -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/v1"
+    client = client_for(url)
+    started = time.monotonic()
+    with pytest.raises(LLMError) as caught:
+        await client.chat("default", ask())
+    assert time.monotonic() - started < 10
+    message = str(caught.value)
+    assert f"cannot reach {url}" in message and "'default'" in message
+    assert "--model" in message and "MEMPROBE_MODEL" in message and "start the server" in message
+    await client.aclose()
+
+
+async def test_401_names_the_key_variable_and_never_the_key(serve: Any, tmp_path: Path) -> None:
+    server = serve([error(401, f"Incorrect API key provided: {SECRET}.")])
+    env = {"MY_TEST_KEY": SECRET}
+    with temp_recording(tmp_path / "rec") as recorder:
+        config = load_llm_config(None, env, [])
+        spec = parse_spec(f"openai:test-model@{server.url}").model_copy(update={"api_key_env": "MY_TEST_KEY"})
+        config = config.model_copy(update={"models": {"default": spec}})
+        client = ChatClient(config, recorder, env=env)
+        with pytest.raises(LLMError) as caught:
+            await client.chat("agent", ask())
+        await client.aclose()
+    assert server.requests[0]["auth"] == f"Bearer {SECRET}"
+    assert "MY_TEST_KEY" in str(caught.value) and "SECRET123" not in str(caught.value)
+    assert "401" in str(caught.value)
+    assert len(server.requests) == 1  # a bad key is not retried
+
+
+async def test_secrets_never_reach_the_recording(serve: Any, tmp_path: Path) -> None:
+    echo_auth = lambda seen: error(500, f"upstream failed for {seen['auth']}")  # noqa: E731
+    server = serve([echo_auth, completion("fine"), error(400, f"bad request from key {SECRET}"),
+                    error(401, f"Incorrect API key provided: {SECRET}")])
+    env = {"OPENAI_API_KEY": SECRET}
+    texts: list[str] = []
+    with temp_recording(tmp_path / "rec") as recorder:
+        client = client_for(server.url, recorder=recorder, env=env)
+        assert (await client.chat("agent", ask())).text == "fine"
+        for _ in range(2):
+            with pytest.raises(LLMError) as caught:
+                await client.chat("agent", ask("again"))
+            texts.append(str(caught.value))
+        await client.aclose()
+    assert all(seen["auth"] == f"Bearer {SECRET}" for seen in server.requests)
+    for path in (tmp_path / "rec").iterdir():
+        assert b"SECRET123" not in path.read_bytes(), path.name
+    assert texts and all("SECRET123" not in text for text in texts)
+    events = read_events(tmp_path / "rec")
+    assert "***" in events[0]["retries"][0]["error"] and events[1]["error"]
+
+
+async def test_404_names_the_model_and_how_to_list_models(serve: Any) -> None:
+    server = serve([error(404, "The model `test-model` does not exist")])
+    client = client_for(server.url)
+    with pytest.raises(LLMError) as caught:
+        await client.chat("agent", ask())
+    assert "'test-model'" in str(caught.value) and f"{server.url}/models" in str(caught.value)
+    await client.aclose()
+
+
+async def test_schema_is_sent_strict_and_stream_reads_sse(serve: Any) -> None:
+    class Answer(BaseModel):
+        value: int
+
+    server = serve([completion('{"value": 3}'), sse(["Hel", "lo", "!"])])
+    client = client_for(server.url)
+    outcome = await client.chat("agent", ask(), schema=Answer)
+    assert outcome.parsed == Answer(value=3)
+    response_format = server.requests[0]["body"]["response_format"]
+    assert response_format["type"] == "json_schema" and response_format["json_schema"]["strict"] is True
+    assert response_format["json_schema"]["schema"]["additionalProperties"] is False
+    stream = client.stream("agent", ask("stream please"))
+    assert [piece async for piece in stream] == ["Hel", "lo", "!"]
+    assert server.requests[1]["body"]["stream"] is True and stream.outcome is not None
+    await client.aclose()
+
+
+def test_key_resolution() -> None:
+    remote = parse_spec("openai:gpt-4o-mini")
+    with pytest.raises(ConfigError, match="OPENAI_API_KEY"):
+        make_backend(remote, {})
+    named = remote.model_copy(update={"api_key_env": "TEAM_KEY"})
+    with pytest.raises(ConfigError, match="TEAM_KEY"):
+        make_backend(named, {"OPENAI_API_KEY": "sk-other-key-000"})  # never sends another key elsewhere
+    backend = make_backend(named, {"TEAM_KEY": "k"})
+    assert isinstance(backend, OpenAICompatBackend) and backend.api_key_env == "TEAM_KEY"
+    loopback = make_backend(parse_spec("openai:m@http://localhost:8000/v1"), {})
+    assert isinstance(loopback, OpenAICompatBackend) and loopback.base_url == "http://localhost:8000/v1"
+
+
+FAKE_VLLM = r'''
+import json, sys, time
+from http.server import BaseHTTPRequestHandler, HTTPServer
+args = sys.argv[1:]
+if "--die" in args:
+    print("loading weights...", flush=True)
+    print("RuntimeError: CUDA out of memory (fake)", flush=True)
+    sys.exit(3)
+port = int(args[args.index("--port") + 1])
+model = args[1]
+class H(BaseHTTPRequestHandler):
+    def _send(self, obj):
+        data = json.dumps(obj).encode()
+        self.send_response(200); self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data))); self.end_headers(); self.wfile.write(data)
+    def do_GET(self):
+        self._send({"data": [{"id": model}]} if self.path == "/v1/models" else {})
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        self._send({"id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
+                    "choices": [{"index": 0, "message": {"role": "assistant", "content": "served " + body["model"]},
+                                 "finish_reason": "stop"}]})
+    def log_message(self, *a): pass
+time.sleep(0.5)
+HTTPServer(("127.0.0.1", port), H).serve_forever()
+'''
+
+
+def fake_vllm(tmp_path: Path) -> str:
+    script = tmp_path / "vllm"
+    script.write_text(f"#!{sys.executable}\n{FAKE_VLLM}")
+    script.chmod(0o755)
+    return str(script)
+
+
+async def test_vllm_backend_starts_checks_health_and_serves(tmp_path: Path) -> None:
+    spec = parse_spec("vllm:EdwinYue/Mem-T-4B").model_copy(update={"startup_timeout_s": 30.0})
+    backend = VLLMBackend(spec, executable=fake_vllm(tmp_path), require_gpu=False)
+    client = ChatClient(LLMConfig(models={"default": spec}), backend_factory=lambda s: backend)
+    try:
+        outcome = await client.chat("reader", ask())
+        assert outcome.text == "served EdwinYue/Mem-T-4B" and outcome.backend == "vllm"
+    finally:
+        await client.aclose()
+    assert backend.base_url is not None
+
+
+async def test_vllm_startup_failures_are_clear(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    spec = parse_spec("vllm:some/model").model_copy(update={"extra_args": ("--die",), "startup_timeout_s": 30.0})
+    dying = VLLMBackend(spec, executable=fake_vllm(tmp_path), require_gpu=False)
+    with pytest.raises(LLMError) as caught:
+        await dying.start()
+    assert "exited with status 3" in str(caught.value) and "CUDA out of memory (fake)" in str(caught.value)
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    with pytest.raises(LLMError, match=r"pip install 'memprobe\[vllm\]'"):
+        await VLLMBackend(parse_spec("vllm:some/model")).start()
