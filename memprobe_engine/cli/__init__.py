@@ -21,11 +21,16 @@ app = typer.Typer(
     add_completion=False,
 )
 
-from memprobe_engine.cli import doctor_cmd, llm_cmds, recording_cmds  # noqa: E402  (registers commands)
+from memprobe_engine.cli import (doctor_cmd, generate_cmd, llm_cmds, recording_cmds, run_cmd,  # noqa: E402
+                                 sessions_cmds)
 
 app.add_typer(recording_cmds.recording_app, name="recording")
 app.add_typer(llm_cmds.llm_app, name="llm")
 app.command("doctor")(doctor_cmd.doctor)
+app.command("run")(run_cmd.run)
+app.add_typer(sessions_cmds.sessions_app, name="sessions")
+app.add_typer(sessions_cmds.systems_app, name="systems")
+app.add_typer(generate_cmd.generate_app, name="generate")
 
 
 def main() -> None:

@@ -24,7 +24,7 @@ class PreferenceJudgment(EventBase):
     task_index: int
     turn: int
     scores: dict[str, float | None]
-    mean: float | None
+    mean: float | None = None
     call_seq: int | None = None
     excluded: str | None = None
 

@@ -61,5 +61,5 @@ class Metric(EventBase):
 
     kind: Literal["metric"] = "metric"
     name: str
-    value: float | None
+    value: float | None = None
     scope: dict[str, str] = {}

@@ -18,7 +18,7 @@ class SlotFill(EventBase):
 
     kind: Literal["slot_fill"] = "slot_fill"
     mode: AccessMode
-    label: str | None
+    label: str | None = None
     reason: str | None = None
     call_seq: int | None = None
     excluded: str | None = None
@@ -34,7 +34,7 @@ class JudgeScore(EventBase):
 
     kind: Literal["judge_score"] = "judge_score"
     mode: AccessMode
-    score: float | None
+    score: float | None = None
     reason: str | None = None
     call_seq: int | None = None
     excluded: str | None = None

@@ -177,3 +177,28 @@ def test_event_lines_are_orjson_with_kind(tmp_path: Path) -> None:
     writer.close()
     data = orjson.loads((tmp_path / "rec" / "events.jsonl").read_bytes())
     assert data["kind"] == "message" and data["content"] == "é ☃" and data["seq"] == 0
+
+
+def test_events_with_null_fields_read_back(tmp_path: Path) -> None:
+    """Nulls are omitted on disk, so every optional field must have a default to read back."""
+    from memprobe_engine.events.union import _EVENT_TYPES
+
+    writer = open_writer(tmp_path / "rec", new_header("r1", "t", {}))
+    written = []
+    for event_type in _EVENT_TYPES:
+        required = {name: field for name, field in event_type.model_fields.items() if field.is_required()}
+        sample = {"str": "x", "int": 1, "float": 1.0, "bool": True, "list": [], "dict": {}}
+        values = {}
+        for name, field in required.items():
+            annotation = str(field.annotation)
+            if "None" in annotation:
+                values[name] = None
+            elif "Literal" in annotation:
+                values[name] = field.annotation.__args__[0]  # type: ignore[union-attr]
+            else:
+                values[name] = next((v for k, v in sample.items() if k in annotation), "x")
+        written.append(writer.write(event_type(**values)))
+    writer.close()
+    reader = open_recording(tmp_path / "rec")
+    assert [e.kind for e in reader.iter_events()] == [e.kind for e in written]
+    assert reader.verify().clean

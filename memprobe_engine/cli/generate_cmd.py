@@ -1,0 +1,72 @@
+"""``memprobe generate users``: new simulated users (persona, hidden bank, leak-controlled tasks)."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import os
+import shutil
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+
+generate_app = typer.Typer(help="Generate benchmark inputs with any model.", no_args_is_help=True)
+console = Console(highlight=False)
+
+
+@generate_app.command("users")
+def users(
+    out: Annotated[Path, typer.Option(help="Output sessions folder (pool.json + users/).")],
+    n: Annotated[int, typer.Option("--n", help="How many users to generate.")] = 1,
+    pool: Annotated[Path, typer.Option(help="Taxonomy pool to draw dimensions from.")] = Path("sessions/pool.json"),
+    prefix: Annotated[str, typer.Option(help="User id prefix.")] = "gen",
+    model: Annotated[Optional[list[str]], typer.Option(help="ROLE=SPEC (task_generator, critic, editor).")] = None,
+    config: Annotated[Optional[Path], typer.Option(help="TOML config with [models].")] = None,
+    seed: Annotated[int, typer.Option(help="Generation seed.")] = 0,
+    retries: Annotated[int, typer.Option(help="Retry budget for bank entries and flagged tasks.")] = 3,
+) -> None:
+    """Generate N users; every model call is recorded under OUT/_generation/."""
+    asyncio.run(_generate(out, n, pool, prefix, list(model or []), config, seed, retries))
+
+
+async def _generate(out: Path, n: int, pool_path: Path, prefix: str, overrides: list[str], config: Path | None,
+                    seed: int, retries: int) -> None:
+    from memprobe_engine.events.header import new_header
+    from memprobe_engine.events.recorder import Recorder
+    from memprobe_engine.events.run import RunEnd, RunStart
+    from memprobe_engine.events.writer import open_writer
+    from memprobe_engine.llm.cache import ResponseCache
+    from memprobe_engine.llm.client import ChatClient
+    from memprobe_engine.llm.config import load_llm_config
+    from memprobe_engine.recovery.generate import GenerationSettings, generate_user, write_user
+    from memprobe_engine.recovery.inputs import load_pool, validate_sessions
+
+    pool = load_pool(pool_path)
+    llm_config = load_llm_config(config, os.environ, overrides)
+    out.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(pool_path, out / "pool.json")
+    run_id = "generate-" + dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    writer = open_writer(out / "_generation" / run_id, new_header(run_id, "generate", {
+        "n": n, "seed": seed, "retries": retries, "pool": str(pool_path), "models": llm_config.resolved()}))
+    recorder = Recorder(writer)
+    recorder.emit(RunStart(run_id=run_id, suite="generate"))
+    chat = ChatClient(llm_config, recorder=recorder, cache=ResponseCache())
+    settings = GenerationSettings(bank_retries=retries, task_retries=retries, seed=seed)
+    status = "failed"
+    try:
+        for index in range(n):
+            user_id = f"{prefix}_{index + 1:03d}"
+            profile, bank, tasks = await generate_user(chat, recorder, pool, user_id, settings)
+            folder = write_user(out, user_id, profile, bank, tasks)
+            console.print(f"wrote {folder}")
+        status = "completed"
+    finally:
+        await chat.aclose()
+        recorder.emit(RunEnd(status=status))  # type: ignore[arg-type]
+        writer.close()
+    problems = validate_sessions(out)
+    for problem in problems:
+        console.print(str(problem), markup=False)
+    console.print(f"{n} user(s) in {out}; {len(problems)} validation problem(s); recording {writer.directory}")

@@ -1,0 +1,83 @@
+"""``memprobe run``: run (or resume) a benchmark suite into a recording."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+
+from memprobe_engine.errors import ConfigError
+
+console = Console(highlight=False, stderr=True)
+
+
+def _csv(value: Optional[str]) -> Optional[list[str]]:
+    if value is None or value.strip() in ("", "all"):
+        return None
+    return [part.strip() for part in value.split(",") if part.strip()]
+
+
+def _shard(value: str) -> tuple[int, int]:
+    try:
+        index, total = (int(x) for x in value.split("/"))
+    except ValueError:
+        raise ConfigError(f"--shard {value!r}: expected I/N with 0 <= I < N, e.g. --shard 0/4.") from None
+    if not 0 <= index < total:
+        raise ConfigError(f"--shard {value!r}: I must satisfy 0 <= I < N.")
+    return index, total
+
+
+def run(
+    record: Annotated[Path, typer.Option(help="Recording directory to write (an existing one is resumed).")],
+    suite: Annotated[str, typer.Option(help="Benchmark suite: recovery (protocol A).")] = "recovery",
+    sessions: Annotated[Path, typer.Option(help="Sessions folder (pool.json, users/).")] = Path("sessions"),
+    users: Annotated[Optional[str], typer.Option(help="Comma-separated user ids, or all.")] = None,
+    dims: Annotated[Optional[str], typer.Option(help="Comma-separated dimension names, or all (31 per user).")] = None,
+    systems: Annotated[str, typer.Option(help="Comma-separated memory systems (built-in names or module:Class).")]
+    = "nomem,longctx_full",
+    modes: Annotated[str, typer.Option(help="Access modes: dump_all,retrieve.")] = "dump_all,retrieve",
+    max_turns: Annotated[int, typer.Option(help="Turn cap per task.")] = 25,
+    model: Annotated[Optional[list[str]], typer.Option(help="ROLE=SPEC (repeatable), e.g. default=local:fast, "
+                                                       "slot_filler=openai:gpt-4o-mini.")] = None,
+    config: Annotated[Optional[Path], typer.Option(help="TOML config with [models].")] = None,
+    concurrency: Annotated[int, typer.Option(help="Units (user × system) run at once.")] = 1,
+    shard: Annotated[str, typer.Option(help="Run shard I of N (writes DIR.shard-I-of-N; join with memprobe merge).")]
+    = "0/1",
+    seed: Annotated[int, typer.Option(help="Run seed (sampling seeds, memory ids).")] = 0,
+    agent_max_tokens: Annotated[int, typer.Option(help="Cap on assistant reply tokens.")] = 400,
+    simulator_max_tokens: Annotated[int, typer.Option(help="Cap on simulated-user reply tokens.")] = 200,
+    judge_max_tokens: Annotated[int, typer.Option(help="Cap on judge / slot-fill tokens.")] = 200,
+    no_preference_judge: Annotated[bool, typer.Option("--no-preference-judge",
+                                                      help="Skip the per-turn preference judge (no metric D).")] = False,
+    embeddings: Annotated[str, typer.Option(help="Embedding spec: st:minilm (offline) or openai:MODEL@URL.")]
+    = "st:minilm",
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not use the persistent response cache.")] = False,
+) -> None:
+    """Run a benchmark and record every step; re-running the same command resumes it."""
+    from memprobe_engine.llm.cache import ResponseCache
+    from memprobe_engine.llm.config import load_llm_config
+    from memprobe_engine.recovery.rollout import RolloutSettings
+    from memprobe_engine.runner import RecoveryPlan, run_recovery, stderr_progress
+
+    if suite != "recovery":
+        raise ConfigError(f"--suite {suite!r}: this version runs the recovery suite (protocol A) only.")
+    mode_list = _csv(modes) or ["dump_all", "retrieve"]
+    bad = [m for m in mode_list if m not in ("dump_all", "retrieve")]
+    if bad:
+        raise ConfigError(f"--modes: {', '.join(bad)} unknown; use dump_all and/or retrieve.")
+    if max_turns < 1:
+        raise ConfigError("--max-turns must be at least 1.")
+    settings = RolloutSettings(max_turns=max_turns, agent_max_tokens=agent_max_tokens,
+                               simulator_max_tokens=simulator_max_tokens, judge_max_tokens=judge_max_tokens,
+                               seed=seed, preference_judge=not no_preference_judge)
+    plan = RecoveryPlan(sessions_dir=sessions, users=_csv(users), dimensions=_csv(dims),
+                        systems=_csv(systems) or ["nomem"], modes=mode_list, settings=settings,  # type: ignore[arg-type]
+                        shard=_shard(shard), embedding_spec=embeddings)
+    llm_config = load_llm_config(config, os.environ, list(model or []))
+    out = asyncio.run(run_recovery(plan, record, llm_config=llm_config, concurrency=concurrency,
+                                   cache=None if no_cache else ResponseCache(), progress=stderr_progress))
+    console.print(f"recorded to [bold]{out}[/]  (report: memprobe report {out})")

@@ -1,0 +1,40 @@
+"""``memprobe sessions validate`` and ``memprobe systems list``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+sessions_app = typer.Typer(help="Benchmark inputs: validate pools, users, banks and tasks.", no_args_is_help=True)
+systems_app = typer.Typer(help="Memory systems: built-ins and installed plug-ins.", no_args_is_help=True)
+console = Console(highlight=False)
+
+
+@sessions_app.command("validate")
+def validate(path: Annotated[Path, typer.Argument(help="Sessions folder, one user folder, or one file.")]
+             = Path("sessions")) -> None:
+    """Report every problem, with file and field; exit 1 if any."""
+    from memprobe_engine.recovery.inputs import validate_sessions
+
+    problems = validate_sessions(path)
+    for problem in problems:
+        console.print(str(problem), markup=False)
+    if problems:
+        console.print(f"[red]{len(problems)} problem(s)[/] in {path}")
+        raise typer.Exit(1)
+    console.print(f"[green]valid[/]: {path}")
+
+
+@systems_app.command("list")
+def list_systems() -> None:
+    """Built-in memory systems and plug-ins installed under the memprobe.memory_systems entry point."""
+    from memprobe_engine.memory.registry import list_systems as registry_list
+
+    table = Table("system", "description", "origin")
+    for name, description, origin in registry_list():
+        table.add_row(name, description, origin)
+    console.print(table)

@@ -1,0 +1,104 @@
+"""Failure attribution (the recovery paper's Table 10) for one (user, dimension, mode).
+
+score >= 0.75 → ok. Otherwise: stage 0, a task-design oracle from the task and the target alone
+(cached per (user, dimension), shared by every system and mode); stage 1, a disclosure judge over
+the dimension's episode transcript (memory_failure when disclosed); stage 2, agent elicitation
+versus simulator strictness. Each stage is its own span with verdict, evidence and reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from memprobe_engine.events.recorder import Recorder
+from memprobe_engine.events.scoring import AttributionLabel, AttributionStage
+from memprobe_engine.llm.types import SamplingParams
+from memprobe_engine.recovery import prompts
+from memprobe_engine.recovery.inputs import BankEntry
+from memprobe_engine.recovery.prompts import Turn
+from memprobe_engine.recovery.schemas import (OK_THRESHOLD, DisclosureVerdict, ElicitationVerdict,
+                                              TaskDesignVerdict)
+from memprobe_engine.recovery.scoring import Mode
+
+
+@dataclass(frozen=True)
+class Stage0Verdict:
+    can_invite: bool
+    reason: str
+
+
+class Stage0Cache:
+    """Stage-0 verdicts keyed by (user, dimension); the run seeds it from earlier recorded stages."""
+
+    def __init__(self) -> None:
+        self._verdicts: dict[tuple[str, str], Stage0Verdict] = {}
+
+    def get(self, user_id: str, dimension: str) -> Stage0Verdict | None:
+        return self._verdicts.get((user_id, dimension))
+
+    def put(self, user_id: str, dimension: str, verdict: Stage0Verdict) -> None:
+        self._verdicts.setdefault((user_id, dimension), verdict)
+
+
+async def attribute(chat: Any, recorder: Recorder, *, user_id: str, entry: BankEntry, task_text: str,
+                    history: Sequence[Turn], score: float | None, mode: Mode, stage0: Stage0Cache,
+                    max_tokens: int = 250) -> str:
+    """Run the stages needed for this case and record the final label."""
+    params = SamplingParams(temperature=0.0, max_tokens=max_tokens)
+    if score is None:
+        label = "excluded"
+    elif score >= OK_THRESHOLD:
+        label = "ok"
+    else:
+        label = await _stages(chat, recorder, user_id, entry, task_text, history, mode, stage0, params)
+    recorder.emit(AttributionLabel(mode=mode, label=label, score=score))  # type: ignore[arg-type]
+    return label
+
+
+async def _stages(chat: Any, recorder: Recorder, user_id: str, entry: BankEntry, task_text: str,
+                  history: Sequence[Turn], mode: Mode, stage0: Stage0Cache, params: SamplingParams) -> str:
+    with recorder.span("stage 0: task design", "stage", stage=0, mode=mode):
+        cached = stage0.get(user_id, entry.dimension)
+        if cached is not None:
+            recorder.emit(AttributionStage(mode=mode, stage=0, verdict="can_invite" if cached.can_invite else
+                                           "cannot_invite", reason=cached.reason, cached=True))
+            verdict0 = cached
+        else:
+            out = await chat.chat("attribution_judge", prompts.task_design_messages(task_text, entry), params=params,
+                                  schema=TaskDesignVerdict)
+            if out.parsed is None:
+                recorder.emit(AttributionStage(mode=mode, stage=0, verdict="excluded", reason=out.excluded,
+                                               call_seq=out.call_seq))
+                return "excluded"
+            verdict0 = Stage0Verdict(can_invite=out.parsed.can_invite, reason=out.parsed.reason)
+            stage0.put(user_id, entry.dimension, verdict0)
+            recorder.emit(AttributionStage(mode=mode, stage=0, verdict="can_invite" if verdict0.can_invite else
+                                           "cannot_invite", reason=verdict0.reason, call_seq=out.call_seq))
+    if not verdict0.can_invite:
+        return "task_design_failure"
+
+    with recorder.span("stage 1: disclosure", "stage", stage=1, mode=mode):
+        out1 = await chat.chat("attribution_judge", prompts.disclosure_messages(history, entry), params=params,
+                               schema=DisclosureVerdict)
+        if out1.parsed is None:
+            recorder.emit(AttributionStage(mode=mode, stage=1, verdict="excluded", reason=out1.excluded,
+                                           call_seq=out1.call_seq))
+            return "excluded"
+        recorder.emit(AttributionStage(mode=mode, stage=1, verdict="disclosed" if out1.parsed.disclosed else
+                                       "not_disclosed", evidence=out1.parsed.evidence, reason=out1.parsed.reason,
+                                       call_seq=out1.call_seq))
+    if out1.parsed.disclosed:
+        return "memory_failure"
+
+    with recorder.span("stage 2: elicitation vs strictness", "stage", stage=2, mode=mode):
+        out2 = await chat.chat("attribution_judge", prompts.elicitation_messages(history, entry), params=params,
+                               schema=ElicitationVerdict)
+        if out2.parsed is None:
+            recorder.emit(AttributionStage(mode=mode, stage=2, verdict="excluded", reason=out2.excluded,
+                                           call_seq=out2.call_seq))
+            return "excluded"
+        recorder.emit(AttributionStage(mode=mode, stage=2, verdict=out2.parsed.label, reason=out2.parsed.reason,
+                                       call_seq=out2.call_seq))
+    return out2.parsed.label

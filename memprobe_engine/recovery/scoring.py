@@ -1,0 +1,113 @@
+"""Recovery scoring: slot-fill one dimension from the memory under one access mode, then judge it.
+
+dump_all gives the reader the whole store (each system's native fields, JSON); retrieve gives it
+the system's own ``search(query, k=5)`` for an axis-only query. A store too large for the reader's
+context is *not* truncated: the case is recorded as an overflow diagnostic and excluded from the
+comparable score. A prediction of "unknown" scores 0 by the rubric without a judge call.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import orjson
+
+from memprobe_engine.events.memory import Retrieval
+from memprobe_engine.events.recorder import Recorder
+from memprobe_engine.events.scoring import JudgeScore, SlotFill
+from memprobe_engine.llm.types import SamplingParams
+from memprobe_engine.memory.base import MemorySystem
+from memprobe_engine.recovery import prompts
+from memprobe_engine.recovery.inputs import CATEGORY_DISPLAY, BankEntry, PoolDimension, retrieve_query
+from memprobe_engine.recovery.schemas import JudgeVerdict, SlotFillAnswer
+
+Mode = Literal["dump_all", "retrieve"]
+RETRIEVE_K = 5
+#: Characters per token assumed when checking whether a store fits the reader's context. English
+#: JSON runs near 4; 3 errs on the side of calling a borderline store an overflow.
+CHARS_PER_TOKEN = 3.0
+
+
+@dataclass
+class DimensionScore:
+    mode: Mode
+    label: str | None
+    score: float | None
+    excluded: str | None = None
+    overflow: bool = False
+    judge_seq: int | None = None
+
+
+def estimate_tokens(messages: list[Any]) -> int:
+    return math.ceil(sum(len(m.content) for m in messages) / CHARS_PER_TOKEN)
+
+
+async def read_memory(system: MemorySystem, recorder: Recorder, entry: BankEntry, mode: Mode) -> list[dict[str, Any]]:
+    """What the slot-filler gets to see under ``mode``."""
+    if mode == "dump_all":
+        return system.dump()
+    query = retrieve_query(entry.dimension, entry.category)
+    hits = await system.search(query, RETRIEVE_K)
+    recorder.emit(Retrieval(query=query, k=RETRIEVE_K, item_ids=[h.id for h in hits], scores=[h.score for h in hits],
+                            purpose="retrieve_mode"))
+    return [hit.item for hit in hits]
+
+
+async def slot_fill(chat: Any, recorder: Recorder, entry: BankEntry, pool_entry: PoolDimension | None,
+                    memory: list[dict[str, Any]], mode: Mode, *, context_tokens: int,
+                    max_tokens: int = 200) -> SlotFill:
+    """One slot-fill, recorded; overflow and empty memory are decided without a model call."""
+    if not memory:
+        return recorder.emit(SlotFill(mode=mode, label="unknown", reason="the memory returned nothing to read"))
+    memory_json = orjson.dumps(memory, option=orjson.OPT_INDENT_2).decode()
+    messages = prompts.slot_fill_messages(entry.dimension, pool_entry, CATEGORY_DISPLAY[entry.category], memory_json)
+    needed = estimate_tokens(messages) + max_tokens
+    if needed > context_tokens:
+        return recorder.emit(SlotFill(
+            mode=mode, label=None, overflow=True,
+            excluded=f"store of {len(memory)} items needs about {needed:,} tokens; the reader's context holds "
+                     f"{context_tokens:,}", reason="not truncated: auditability diagnostic"))
+    outcome = await chat.chat("slot_filler", messages, params=SamplingParams(temperature=0.0, max_tokens=max_tokens),
+                              schema=SlotFillAnswer)
+    if outcome.parsed is None:
+        return recorder.emit(SlotFill(mode=mode, label=None, call_seq=outcome.call_seq, excluded=outcome.excluded))
+    answer: SlotFillAnswer = outcome.parsed
+    return recorder.emit(SlotFill(mode=mode, label=answer.label.strip(), reason=answer.reason,
+                                  call_seq=outcome.call_seq))
+
+
+def is_unknown(label: str) -> bool:
+    return label.strip().strip(".").lower() in {"unknown", "none", "n/a", "no evidence", ""}
+
+
+async def judge(chat: Any, recorder: Recorder, entry: BankEntry, fill: SlotFill, *, max_tokens: int = 200,
+                rescore_of: int | None = None, role: str = "recovery_judge") -> JudgeScore:
+    """Score a slot-fill against the hidden target on the five-level rubric (temperature 0)."""
+    mode = fill.mode
+    if fill.label is None:
+        return recorder.emit(JudgeScore(mode=mode, score=None, excluded=fill.excluded or "no prediction",
+                                        rescore_of=rescore_of))
+    if is_unknown(fill.label):
+        return recorder.emit(JudgeScore(mode=mode, score=0.0, reason="rubric: a prediction of unknown scores 0",
+                                        rescore_of=rescore_of))
+    outcome = await chat.chat(role, prompts.judge_messages(entry, fill.label),
+                              params=SamplingParams(temperature=0.0, max_tokens=max_tokens), schema=JudgeVerdict)
+    if outcome.parsed is None:
+        return recorder.emit(JudgeScore(mode=mode, score=None, call_seq=outcome.call_seq, excluded=outcome.excluded,
+                                        rescore_of=rescore_of))
+    verdict: JudgeVerdict = outcome.parsed
+    return recorder.emit(JudgeScore(mode=mode, score=float(verdict.score), reason=verdict.reason,
+                                    call_seq=outcome.call_seq, rescore_of=rescore_of))
+
+
+async def score_dimension(chat: Any, recorder: Recorder, system: MemorySystem, entry: BankEntry,
+                          pool_entry: PoolDimension | None, mode: Mode, *, context_tokens: int,
+                          max_tokens: int = 200) -> DimensionScore:
+    memory = await read_memory(system, recorder, entry, mode)
+    fill = await slot_fill(chat, recorder, entry, pool_entry, memory, mode, context_tokens=context_tokens,
+                           max_tokens=max_tokens)
+    score = await judge(chat, recorder, entry, fill, max_tokens=max_tokens)
+    return DimensionScore(mode=mode, label=fill.label, score=score.score, excluded=score.excluded,
+                          overflow=fill.overflow, judge_seq=score.seq)

@@ -1,0 +1,82 @@
+"""One benchmark unit of protocol A: one simulated user × one memory system, end to end.
+
+Rollout over the user's tasks (memory persisting across them), footprint, then per dimension and
+access mode: slot-fill, judge, attribution. The whole unit is a ``unit`` span; a unit whose span
+closed ``ok`` is complete and a resumed run skips it.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from memprobe_engine.events.recorder import Recorder
+from memprobe_engine.memory.base import MemoryServices, SimClock
+from memprobe_engine.memory.registry import create_system
+from memprobe_engine.recovery.attribution import Stage0Cache, attribute
+from memprobe_engine.recovery.inputs import DimensionPool, SimUser, Task
+from memprobe_engine.recovery.rollout import Episode, RolloutSettings, record_footprint, run_episode
+from memprobe_engine.recovery.scoring import Mode, score_dimension
+
+
+@dataclass
+class UnitContext:
+    """Run-wide services shared by every unit."""
+
+    chat: Any
+    embedder: Any
+    recorder: Recorder
+    pool: DimensionPool
+    settings: RolloutSettings
+    modes: Sequence[Mode]
+    reader_context_tokens: int
+    stage0: Stage0Cache
+
+
+def unit_seed(run_seed: int, user_id: str, system: str) -> int:
+    """A per-unit seed that does not depend on scheduling order."""
+    return zlib.crc32(f"{run_seed}:{user_id}:{system}".encode())
+
+
+def tasks_for(user: SimUser, dimensions: Sequence[str] | None) -> list[Task]:
+    """The user's tasks in bank order, restricted to ``dimensions`` when given."""
+    wanted = set(dimensions) if dimensions else None
+    order = [e.dimension for e in user.bank.entries]
+    tasks = [t for t in user.tasks.tasks if wanted is None or t.dimension in wanted]
+    return sorted(tasks, key=lambda t: order.index(t.dimension))
+
+
+async def run_unit(ctx: UnitContext, user: SimUser, system_name: str, dimensions: Sequence[str] | None) -> None:
+    recorder = ctx.recorder
+    tasks = tasks_for(user, dimensions)
+    with recorder.span(f"{user.user_id} × {system_name}", "unit", user_id=user.user_id, system=system_name,
+                       tasks=len(tasks)):
+        services = MemoryServices(recorder=recorder, clock=SimClock(), seed=unit_seed(ctx.settings.seed, user.user_id,
+                                  system_name), chat=ctx.chat, embedder=ctx.embedder)
+        system = create_system(system_name, services)
+        await system.reset(user.user_id)
+        episodes: dict[str, Episode] = {}
+        with recorder.span("rollout", "rollout"):
+            for index, task in enumerate(tasks):
+                with recorder.span(f"task {index + 1}: {task.dimension}", "episode", dimension=task.dimension,
+                                   task_id=task.task_id, category=task.category, task_index=index):
+                    episodes[task.dimension] = await run_episode(
+                        chat=ctx.chat, recorder=recorder, system=system, user=user, task=task, task_index=index,
+                        clock=services.clock, settings=ctx.settings)
+            record_footprint(recorder, system)
+        with recorder.span("recovery", "recovery"):
+            for task in tasks:
+                entry = user.bank.entry(task.dimension)
+                assert entry is not None
+                episode = episodes[task.dimension]
+                with recorder.span(f"recover {entry.dimension}", "dimension", dimension=entry.dimension,
+                                   category=entry.category):
+                    for mode in ctx.modes:
+                        with recorder.span(f"{mode}", "mode", mode=mode):
+                            result = await score_dimension(ctx.chat, recorder, system, entry, ctx.pool.get(entry.dimension),
+                                                           mode, context_tokens=ctx.reader_context_tokens,
+                                                           max_tokens=ctx.settings.judge_max_tokens)
+                            await attribute(ctx.chat, recorder, user_id=user.user_id, entry=entry, task_text=task.task,
+                                            history=episode.history, score=result.score, mode=mode, stage0=ctx.stage0)

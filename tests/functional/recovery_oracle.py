@@ -1,0 +1,96 @@
+"""A scripted chat backend for protocol-A functional tests (tests only, never product code).
+
+It recognises each role by its prompt and answers with valid JSON. The verdicts for each
+dimension follow ``PLAN`` so that one small run reaches every attribution label; dimensions not in
+the plan recover fully. It counts requests so resume tests can assert none is repeated.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections import Counter
+from collections.abc import AsyncIterator
+
+import orjson
+
+from memprobe_engine.llm.types import ChatRequest, ChatResult, Usage
+
+# dimension -> (judge score, stage-0 can_invite, stage-1 disclosed, stage-2 label)
+PLAN: dict[str, tuple[float, bool, bool, str]] = {}
+
+
+def plan_for(dimensions: list[str]) -> None:
+    """Assign the five outcomes to the first five dimensions, in order."""
+    outcomes = [(1.0, True, True, "agent_elicitation_failure"),        # ok
+                (0.25, False, False, "agent_elicitation_failure"),     # task_design_failure
+                (0.5, True, True, "agent_elicitation_failure"),        # memory_failure
+                (0.0, True, False, "agent_elicitation_failure"),       # agent_elicitation_failure
+                (0.25, True, False, "simulator_too_strict")]           # simulator_too_strict
+    PLAN.clear()
+    PLAN.update(dict(zip(dimensions, outcomes)))
+
+
+def _dimension(text: str) -> str:
+    match = re.search(r"DIMENSION: (\w+)|Hidden fact \((\w+)\)|Hidden fact about the user \((\w+)\)", text)
+    return next(g for g in match.groups() if g) if match else ""
+
+
+class RecoveryOracle:
+    """ChatBackend double; ``delay_s`` simulates a slow model."""
+
+    name = "scripted"
+
+    def __init__(self, delay_s: float = 0.0) -> None:
+        self.requests: list[ChatRequest] = []
+        self.by_role: Counter[str] = Counter()
+        self.delay_s = delay_s
+
+    def answer(self, request: ChatRequest) -> tuple[str, str]:
+        system = request.messages[0].content if request.messages[0].role == "system" else ""
+        last = request.messages[-1].content
+        if system.startswith("You are a capable personal assistant"):
+            return "agent", "Here is a practical plan. What time of day do you usually have free?"
+        if system.startswith("You play one specific real person"):
+            turns = last.count("\nASSISTANT:") + last.startswith("ASSISTANT:")
+            done = turns >= 2
+            text = ("Thanks, that works for me." if done else
+                    "I usually do this after my night shift, and I like short checklists.")
+            return "simulator", orjson.dumps({"feedback_type": "satisfied" if done else "followup", "text": text,
+                                              "is_done": done}).decode()
+        if system.startswith("You rate how well"):
+            dims = re.findall(r"^- (\w+):", last, flags=re.M)
+            return "preference_judge", orjson.dumps({"reason": "fits", "ratings": [
+                {"dimension": d, "score": 4 + (i % 2)} for i, d in enumerate(dims)]}).decode()
+        if system.startswith("You reconstruct one fact"):
+            return "slot_filler", orjson.dumps({"reason": "from the memory", "label": "likes short checklists"}).decode()
+        if system.startswith("You grade a reconstructed"):
+            score = PLAN.get(_dimension(last), (1.0,))[0]
+            return "recovery_judge", orjson.dumps({"reason": "compared", "score": score}).decode()
+        if system.startswith("You audit whether a benchmark task"):
+            can = PLAN.get(_dimension(last), (1.0, True))[1]
+            return "stage0", orjson.dumps({"reason": "task check", "can_invite": can}).decode()
+        if system.startswith("You check whether a conversation disclosed"):
+            disclosed = PLAN.get(_dimension(last), (1.0, True, True))[2]
+            return "stage1", orjson.dumps({"evidence": "short checklists" if disclosed else "", "reason": "read",
+                                           "disclosed": disclosed}).decode()
+        if system.startswith("You find out why"):
+            label = PLAN.get(_dimension(last), (1.0, True, True, "agent_elicitation_failure"))[3]
+            return "stage2", orjson.dumps({"reason": "why", "label": label}).decode()
+        raise AssertionError(f"unrecognised prompt: {system[:60]!r}")
+
+    async def complete(self, request: ChatRequest) -> ChatResult:
+        self.requests.append(request)
+        role, text = self.answer(request)
+        self.by_role[role] += 1
+        if self.delay_s:
+            await asyncio.sleep(self.delay_s)
+        return ChatResult(text=text, usage=Usage(prompt_tokens=50, completion_tokens=10), model="scripted")
+
+    async def stream(self, request: ChatRequest) -> AsyncIterator[str]:
+        result = await self.complete(request)
+        for start in range(0, len(result.text), 8):
+            yield result.text[start:start + 8]
+
+    async def aclose(self) -> None:
+        return None

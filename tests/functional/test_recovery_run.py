@@ -1,0 +1,139 @@
+"""Protocol A end to end with a scripted backend: every stage recorded, every attribution label
+reached, both modes, overflow diagnostic, and resume without repeated requests."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from memprobe_engine.events.reader import open_recording
+from memprobe_engine.llm.config import LLMConfig
+from memprobe_engine.llm.spec import parse_spec
+from memprobe_engine.recovery.inputs import load_user
+from memprobe_engine.recovery.rollout import RolloutSettings
+from memprobe_engine.runner import RecoveryPlan, run_recovery
+from tests.functional.recovery_oracle import RecoveryOracle, plan_for
+
+ROOT = Path(__file__).resolve().parents[2]
+SESSIONS = ROOT / "sessions"
+USER = "sim_01"
+
+
+def dims(n: int) -> list[str]:
+    return [e.dimension for e in load_user(SESSIONS / "users" / USER).bank.entries][:n]
+
+
+def config(context_tokens: int | None = None) -> LLMConfig:
+    models = {"default": parse_spec("openai:scripted@http://127.0.0.1:9/v1")}
+    if context_tokens:
+        models["slot_filler"] = models["default"].model_copy(update={"context_tokens": context_tokens})
+    return LLMConfig(models=models)
+
+
+def plan(dimensions: list[str], systems: list[str]) -> RecoveryPlan:
+    return RecoveryPlan(sessions_dir=SESSIONS, users=[USER], dimensions=dimensions, systems=systems,
+                        modes=["dump_all", "retrieve"], settings=RolloutSettings(max_turns=3))
+
+
+def run(tmp_path: Path, oracle: RecoveryOracle, dimensions: list[str], systems: list[str],
+        context_tokens: int | None = None, record: str = "rec") -> Path:
+    return asyncio.run(run_recovery(plan(dimensions, systems), tmp_path / record, llm_config=config(context_tokens),
+                                    backend_factory=lambda spec: oracle))
+
+
+def test_every_stage_is_recorded_and_every_label_reached(tmp_path: Path) -> None:
+    chosen = dims(5)
+    plan_for(chosen)
+    oracle = RecoveryOracle()
+    record = run(tmp_path, oracle, chosen, ["nomem", "longctx_full"])
+    reader = open_recording(record)
+    kinds = Counter(e.kind for e in reader.iter_events())
+    for kind in ("run_start", "run_end", "message", "llm_call", "memory_op", "retrieval", "episode_end",
+                 "preference_judgment", "memory_footprint", "slot_fill", "judge_score", "attribution_stage",
+                 "attribution_label", "embedding"):
+        assert kinds[kind] > 0, kind
+    labels = {(e.system, e.dimension, e.mode): e.label for e in reader.iter_events(kinds=["attribution_label"])}
+    long_labels = {labels[("longctx_full", d, "dump_all")] for d in chosen}
+    assert long_labels == {"ok", "task_design_failure", "memory_failure", "agent_elicitation_failure",
+                           "simulator_too_strict"}
+    # nomem remembers nothing: "unknown" scores 0 without a judge call, then attribution runs.
+    nomem_scores = [e.score for e in reader.iter_events(kinds=["judge_score"]) if e.system == "nomem"]
+    assert nomem_scores == [0.0] * 10
+    # stage 0 is asked once per (user, dimension) and shared by both systems and modes
+    assert oracle.by_role["stage0"] == len(chosen)
+    cached = [e for e in reader.iter_events(kinds=["attribution_stage"]) if e.stage == 0 and e.cached]
+    assert cached
+    ends = [e for e in reader.iter_events(kinds=["episode_end"])]
+    assert {e.end_reason for e in ends} == {"satisfied"} and all(e.turns == 2 for e in ends)
+    status = [e.status for e in reader.iter_events(kinds=["run_end"])]
+    assert status == ["completed"]
+
+
+def test_overflow_is_a_diagnostic_not_a_truncation(tmp_path: Path) -> None:
+    chosen = dims(3)
+    plan_for(chosen)
+    record = run(tmp_path, RecoveryOracle(), chosen, ["longctx_full"], context_tokens=1200)
+    reader = open_recording(record)
+    fills = {(e.dimension, e.mode): e for e in reader.iter_events(kinds=["slot_fill"])}
+    last = chosen[-1]
+    assert fills[(last, "dump_all")].overflow and fills[(last, "dump_all")].label is None
+    assert "context holds 1,200" in (fills[(last, "dump_all")].excluded or "")
+    assert not fills[(last, "retrieve")].overflow
+    scores = {(e.dimension, e.mode): e for e in reader.iter_events(kinds=["judge_score"])}
+    assert scores[(last, "dump_all")].score is None and scores[(last, "dump_all")].excluded
+
+
+def test_resume_after_sigkill_repeats_no_request(tmp_path: Path) -> None:
+    """Kill a real `memprobe run`-like process mid-run, rerun it, compare with an uninterrupted run."""
+    chosen = dims(4)
+    script = tmp_path / "run.py"
+    script.write_text(RUN_SCRIPT)
+    record = tmp_path / "killed"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen([sys.executable, str(script), str(record), ",".join(chosen), "0.05"], env=env)
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        events = record / "events.jsonl"
+        if events.exists() and events.read_bytes().count(b'"kind":"llm_call"') >= 25:
+            break
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    subprocess.run([sys.executable, str(script), str(record), ",".join(chosen), "0"], env=env, check=True)
+
+    reader = open_recording(record)
+    live = Counter(e.request_hash for e in reader.iter_events(kinds=["llm_call"]) if not e.cache_hit)
+    assert live and max(live.values()) == 1, "a request was sent twice"
+    assert [e.status for e in reader.iter_events(kinds=["run_end"])][-1] == "completed"
+
+    clean = tmp_path / "clean"
+    subprocess.run([sys.executable, str(script), str(clean), ",".join(chosen), "0"], env=env, check=True)
+    assert final_scores(record) == final_scores(clean)
+    clean_live = sum(1 for e in open_recording(clean).iter_events(kinds=["llm_call"]) if not e.cache_hit)
+    assert sum(live.values()) == clean_live, "the resumed run sent a different number of requests"
+
+
+def final_scores(record: Path) -> dict[tuple[str, str, str], float | None]:
+    return {(e.system, e.dimension, e.mode): e.score for e in open_recording(record).iter_events(kinds=["judge_score"])}
+
+
+RUN_SCRIPT = '''
+import asyncio, sys
+from pathlib import Path
+from tests.functional.recovery_oracle import RecoveryOracle, plan_for
+from tests.functional.test_recovery_run import plan, config
+from memprobe_engine.runner import run_recovery
+record, dims, delay = Path(sys.argv[1]), sys.argv[2].split(","), float(sys.argv[3])
+plan_for(dims)
+oracle = RecoveryOracle(delay_s=delay)
+asyncio.run(run_recovery(plan(dims, ["nomem", "longctx_full"]), record, llm_config=config(),
+                         backend_factory=lambda spec: oracle))
+'''
