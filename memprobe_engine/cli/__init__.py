@@ -21,13 +21,15 @@ app = typer.Typer(
     add_completion=False,
 )
 
-from memprobe_engine.cli import (doctor_cmd, generate_cmd, llm_cmds, recording_cmds, run_cmd,  # noqa: E402
-                                 sessions_cmds)
+from memprobe_engine.cli import (doctor_cmd, generate_cmd, llm_cmds, merge_cmd, recording_cmds,  # noqa: E402
+                                 report_cmd, run_cmd, sessions_cmds)
 
 app.add_typer(recording_cmds.recording_app, name="recording")
 app.add_typer(llm_cmds.llm_app, name="llm")
 app.command("doctor")(doctor_cmd.doctor)
 app.command("run")(run_cmd.run)
+app.command("report")(report_cmd.report)
+app.command("merge")(merge_cmd.merge)
 app.add_typer(sessions_cmds.sessions_app, name="sessions")
 app.add_typer(sessions_cmds.systems_app, name="systems")
 app.add_typer(generate_cmd.generate_app, name="generate")

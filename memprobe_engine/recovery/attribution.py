@@ -8,6 +8,7 @@ versus simulator strictness. Each stage is its own span with verdict, evidence a
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -30,16 +31,23 @@ class Stage0Verdict:
 
 
 class Stage0Cache:
-    """Stage-0 verdicts keyed by (user, dimension); the run seeds it from earlier recorded stages."""
+    """Stage-0 verdicts keyed by (user, dimension); the run seeds it from earlier recorded stages.
+
+    ``lock`` serialises the first ask per key, so concurrent systems and modes wait for one oracle
+    call instead of each making their own."""
 
     def __init__(self) -> None:
         self._verdicts: dict[tuple[str, str], Stage0Verdict] = {}
+        self._locks: dict[tuple[str, str], asyncio.Lock] = {}
 
     def get(self, user_id: str, dimension: str) -> Stage0Verdict | None:
         return self._verdicts.get((user_id, dimension))
 
     def put(self, user_id: str, dimension: str, verdict: Stage0Verdict) -> None:
         self._verdicts.setdefault((user_id, dimension), verdict)
+
+    def lock(self, user_id: str, dimension: str) -> asyncio.Lock:
+        return self._locks.setdefault((user_id, dimension), asyncio.Lock())
 
 
 async def attribute(chat: Any, recorder: Recorder, *, user_id: str, entry: BankEntry, task_text: str,
@@ -60,22 +68,10 @@ async def attribute(chat: Any, recorder: Recorder, *, user_id: str, entry: BankE
 async def _stages(chat: Any, recorder: Recorder, user_id: str, entry: BankEntry, task_text: str,
                   history: Sequence[Turn], mode: Mode, stage0: Stage0Cache, params: SamplingParams) -> str:
     with recorder.span("stage 0: task design", "stage", stage=0, mode=mode):
-        cached = stage0.get(user_id, entry.dimension)
-        if cached is not None:
-            recorder.emit(AttributionStage(mode=mode, stage=0, verdict="can_invite" if cached.can_invite else
-                                           "cannot_invite", reason=cached.reason, cached=True))
-            verdict0 = cached
-        else:
-            out = await chat.chat("attribution_judge", prompts.task_design_messages(task_text, entry), params=params,
-                                  schema=TaskDesignVerdict)
-            if out.parsed is None:
-                recorder.emit(AttributionStage(mode=mode, stage=0, verdict="excluded", reason=out.excluded,
-                                               call_seq=out.call_seq))
-                return "excluded"
-            verdict0 = Stage0Verdict(can_invite=out.parsed.can_invite, reason=out.parsed.reason)
-            stage0.put(user_id, entry.dimension, verdict0)
-            recorder.emit(AttributionStage(mode=mode, stage=0, verdict="can_invite" if verdict0.can_invite else
-                                           "cannot_invite", reason=verdict0.reason, call_seq=out.call_seq))
+        async with stage0.lock(user_id, entry.dimension):
+            verdict0 = await _stage0(chat, recorder, user_id, entry, task_text, mode, stage0, params)
+    if verdict0 is None:
+        return "excluded"
     if not verdict0.can_invite:
         return "task_design_failure"
 
@@ -102,3 +98,25 @@ async def _stages(chat: Any, recorder: Recorder, user_id: str, entry: BankEntry,
         recorder.emit(AttributionStage(mode=mode, stage=2, verdict=out2.parsed.label, reason=out2.parsed.reason,
                                        call_seq=out2.call_seq))
     return out2.parsed.label
+
+
+async def _stage0(chat: Any, recorder: Recorder, user_id: str, entry: BankEntry, task_text: str, mode: Mode,
+                  stage0: Stage0Cache, params: SamplingParams) -> Stage0Verdict | None:
+    """The task-design oracle, asked once per (user, dimension); None when its output was unusable."""
+    cached = stage0.get(user_id, entry.dimension)
+    if cached is not None:
+        recorder.emit(AttributionStage(mode=mode, stage=0, verdict="can_invite" if cached.can_invite else
+                                       "cannot_invite", reason=cached.reason, cached=True))
+        verdict0 = cached
+    else:
+        out = await chat.chat("attribution_judge", prompts.task_design_messages(task_text, entry), params=params,
+                              schema=TaskDesignVerdict)
+        if out.parsed is None:
+            recorder.emit(AttributionStage(mode=mode, stage=0, verdict="excluded", reason=out.excluded,
+                                           call_seq=out.call_seq))
+            return None
+        verdict0 = Stage0Verdict(can_invite=out.parsed.can_invite, reason=out.parsed.reason)
+        stage0.put(user_id, entry.dimension, verdict0)
+        recorder.emit(AttributionStage(mode=mode, stage=0, verdict="can_invite" if verdict0.can_invite else
+                                       "cannot_invite", reason=verdict0.reason, call_seq=out.call_seq))
+    return verdict0

@@ -7,6 +7,7 @@ closed ``ok`` is complete and a resumed run skips it.
 
 from __future__ import annotations
 
+import asyncio
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -33,6 +34,7 @@ class UnitContext:
     modes: Sequence[Mode]
     reader_context_tokens: int
     stage0: Stage0Cache
+    scoring_concurrency: int = 1
 
 
 def unit_seed(run_seed: int, user_id: str, system: str) -> int:
@@ -66,17 +68,25 @@ async def run_unit(ctx: UnitContext, user: SimUser, system_name: str, dimensions
                         chat=ctx.chat, recorder=recorder, system=system, user=user, task=task, task_index=index,
                         clock=services.clock, settings=ctx.settings)
             record_footprint(recorder, system)
-        with recorder.span("recovery", "recovery"):
-            for task in tasks:
-                entry = user.bank.entry(task.dimension)
-                assert entry is not None
-                episode = episodes[task.dimension]
+        # The store is final once the rollout ends, so dimensions are scored concurrently.
+        gate = asyncio.Semaphore(max(1, ctx.scoring_concurrency))
+
+        async def recover(task: Task) -> None:
+            entry = user.bank.entry(task.dimension)
+            assert entry is not None
+            episode = episodes[task.dimension]
+            async with gate:
                 with recorder.span(f"recover {entry.dimension}", "dimension", dimension=entry.dimension,
                                    category=entry.category):
                     for mode in ctx.modes:
                         with recorder.span(f"{mode}", "mode", mode=mode):
-                            result = await score_dimension(ctx.chat, recorder, system, entry, ctx.pool.get(entry.dimension),
-                                                           mode, context_tokens=ctx.reader_context_tokens,
+                            result = await score_dimension(ctx.chat, recorder, system, entry,
+                                                           ctx.pool.get(entry.dimension), mode,
+                                                           context_tokens=ctx.reader_context_tokens,
                                                            max_tokens=ctx.settings.judge_max_tokens)
-                            await attribute(ctx.chat, recorder, user_id=user.user_id, entry=entry, task_text=task.task,
-                                            history=episode.history, score=result.score, mode=mode, stage0=ctx.stage0)
+                            await attribute(ctx.chat, recorder, user_id=user.user_id, entry=entry,
+                                            task_text=task.task, history=episode.history, score=result.score,
+                                            mode=mode, stage0=ctx.stage0)
+
+        with recorder.span("recovery", "recovery"):
+            await asyncio.gather(*(recover(task) for task in tasks))

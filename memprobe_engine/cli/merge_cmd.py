@@ -1,0 +1,161 @@
+"""``memprobe merge``: join the shard recordings of one run into a single new recording.
+
+Shards of one run share their configuration except for which shard they are; the merged recording
+takes the first shard's header, notes its inputs in ``config["merged_from"]`` and holds every
+shard's events in input order, re-sequenced. Each shard numbered its spans on its own, so span ids
+get a per-input prefix (``a/``, ``b/``, …) to stay unique, and the fields that point at another
+event by sequence number (``call_seq``, ``rescore_of``) are moved to the new numbers. Payloads are
+content-addressed, so copying them keeps every payload reference valid.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any
+
+import orjson
+import typer
+from rich.console import Console
+
+from memprobe_engine.errors import RecordingError
+from memprobe_engine.events.base import SCHEMA_VERSION
+from memprobe_engine.events.header import RecordingHeader
+from memprobe_engine.events.payloads import PAYLOADS_FILE
+from memprobe_engine.events.reader import DamagedEvent, RecordingReader, open_recording
+from memprobe_engine.events.writer import EventWriter, open_writer
+
+#: Config keys that legitimately differ between shards of one run.
+SHARD_KEYS = frozenset({"shard", "fingerprint", "merged_from"})
+#: Event fields holding the ``seq`` of another event in the same recording.
+SEQ_FIELDS = ("call_seq", "rescore_of")
+_MISSING = object()
+
+
+@dataclass
+class MergeResult:
+    """What a merge wrote: events and payloads copied, and damaged lines skipped per input."""
+
+    out: Path
+    events: int = 0
+    payloads: int = 0
+    skipped: dict[str, int] = field(default_factory=dict)
+
+
+def span_prefix(index: int) -> str:
+    """``a/`` for the first input, ``b/`` … ``z/``, then ``aa/``, ``ab/`` …"""
+    letters = ""
+    index += 1
+    while index:
+        index, rest = divmod(index - 1, 26)
+        letters = chr(ord("a") + rest) + letters
+    return letters + "/"
+
+
+def check_compatible(inputs: Sequence[Path], headers: Sequence[RecordingHeader]) -> None:
+    """RecordingError naming the first config key (or the suite) in which an input differs."""
+    first, base = inputs[0], headers[0]
+    for path, header in zip(inputs[1:], headers[1:]):
+        if header.suite != base.suite:
+            raise RecordingError(f"{path} is a {header.suite!r} run but {first} is a {base.suite!r} run; only shards "
+                                 f"of one run can be merged.")
+        for key in sorted((set(base.config) | set(header.config)) - SHARD_KEYS):
+            ours, theirs = base.config.get(key, _MISSING), header.config.get(key, _MISSING)
+            if ours != theirs:
+                shown = ["(absent)" if v is _MISSING else repr(v) for v in (ours, theirs)]
+                raise RecordingError(
+                    f"{path} differs from {first} in config key {key!r} ({shown[1]} vs {shown[0]}); only "
+                    f"{', '.join(sorted(SHARD_KEYS - {'merged_from'}))} may differ between shards of one run. "
+                    f"Merge only shards run with the same configuration.")
+
+
+def _copy_payloads(source: Path, writer: EventWriter) -> int:
+    """Re-store every complete payload line of ``source`` (a torn last line is skipped)."""
+    path = source / PAYLOADS_FILE
+    if not path.exists():
+        return 0
+    copied = 0
+    with open(path, "rb") as handle:
+        for line in handle:
+            if not line.endswith(b"\n"):
+                break
+            stored = orjson.loads(line)
+            if writer.put_payload(stored["data"]) != stored["hash"]:
+                raise RecordingError(f"{path}: payload {stored['hash']} does not match its content; the payload "
+                                     f"store is damaged, so events referring to it could not be resolved.")
+            copied += 1
+    return copied
+
+
+def _copy_events(reader: RecordingReader, prefix: str, writer: EventWriter) -> tuple[int, int]:
+    """Append ``reader``'s events to ``writer`` with prefixed span ids; returns (copied, skipped)."""
+    new_seq: dict[int, int] = {}
+    copied = skipped = 0
+    for line in range(len(reader)):
+        try:
+            data: dict[str, Any] = reader.get_dict(line)
+        except DamagedEvent:
+            skipped += 1
+            continue
+        for key in ("span_id", "parent_span_id"):
+            if data.get(key) is not None:
+                data[key] = prefix + str(data[key])
+        for key in SEQ_FIELDS:
+            if data.get(key) is not None:
+                data[key] = new_seq.get(data[key])
+        old = data.get("seq")
+        seq = writer.write_dict(data)
+        if isinstance(old, int):
+            new_seq[old] = seq
+        copied += 1
+    return copied, skipped
+
+
+def merge_recordings(out: Path, inputs: Sequence[Path]) -> MergeResult:
+    """Write the merge of ``inputs`` into the new recording ``out`` (removed again if the merge fails)."""
+    out, inputs = Path(out), [Path(p) for p in inputs]
+    if not inputs:
+        raise RecordingError("merge needs at least one input recording.")
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise RecordingError(f"{out} already exists; merge writes a new recording. Pass a new folder.")
+    if any(out.resolve() == p.resolve() for p in inputs):
+        raise RecordingError(f"{out} is one of the inputs; merge into a new folder.")
+    result = MergeResult(out=out)
+    with contextlib.ExitStack() as stack:
+        readers = [stack.enter_context(open_recording(p)) for p in inputs]
+        check_compatible(inputs, [r.header for r in readers])
+        first = readers[0].header
+        header = first.model_copy(update={
+            "schema_version": SCHEMA_VERSION, "created": time.time(),
+            "config": {**first.config, "merged_from": [str(p) for p in inputs]}})
+        try:
+            with open_writer(out, header) as writer:
+                for index, (path, reader) in enumerate(zip(inputs, readers)):
+                    result.payloads += _copy_payloads(path, writer)
+                    copied, skipped = _copy_events(reader, span_prefix(index), writer)
+                    result.events += copied
+                    if skipped or reader.damage.tail_bytes:
+                        result.skipped[str(path)] = skipped + (1 if reader.damage.tail_bytes else 0)
+        except BaseException:
+            shutil.rmtree(out, ignore_errors=True)
+            raise
+    return result
+
+
+def merge(
+    out: Annotated[Path, typer.Argument(help="New recording folder to create.")],
+    inputs: Annotated[list[Path], typer.Argument(help="Shard recordings of one run, in order.")],
+) -> None:
+    """Join shard recordings of one run into one new recording (events re-sequenced, span ids kept unique)."""
+    result = merge_recordings(out, inputs)
+    console = Console(highlight=False)
+    console.print(f"merged {result.events:,} events and {result.payloads:,} payloads from {len(inputs)} "
+                  f"recordings into {result.out}")
+    for path, count in result.skipped.items():
+        Console(stderr=True, highlight=False).print(
+            f"[yellow]warning:[/] {path}: {count} damaged line(s) skipped (see `memprobe recording verify {path}`).",
+            markup=True, soft_wrap=True)

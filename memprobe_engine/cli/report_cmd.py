@@ -1,0 +1,42 @@
+"""``memprobe report``: the paper's result tables from one or more recordings, and their exports."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+
+from memprobe_engine.report.frames import load_frames
+from memprobe_engine.report.render import WIDTH, export, print_tables
+from memprobe_engine.report.tables import build_tables, parse_table_names
+
+
+def report(
+    recordings: Annotated[list[Path], typer.Argument(
+        help="Recording directories (shards or runs of several systems); a later one wins on overlap.")],
+    csv: Annotated[Optional[Path], typer.Option(
+        "--csv", help="Write the frames and tables as CSV files into this folder.")] = None,
+    parquet: Annotated[Optional[Path], typer.Option(
+        "--parquet", help="Write the frames and tables as parquet files into this folder.")] = None,
+    tables: Annotated[str, typer.Option(
+        "--tables", help="Which tables to show and export, comma-separated (of 2,3,4,13,14).")] = "2,3,4,13,14",
+) -> None:
+    """Print Tables 2, 3, 4, 13 and 14 of a protocol-A run; optionally export them with the raw frames."""
+    names = parse_table_names(tables)
+    console = Console(width=WIDTH, highlight=False)
+    errors = Console(stderr=True, highlight=False)
+    frames = load_frames(recordings)
+    for warning in frames.warnings:
+        errors.print(f"[yellow]warning:[/] {warning}", markup=True, soft_wrap=True)
+    if frames.scores.empty and frames.episodes.empty:
+        errors.print("[yellow]warning:[/] these recordings hold no protocol-A outcomes (no episodes, no scores).",
+                      markup=True)
+    built = build_tables(frames, names)
+    print_tables(built, console)
+    bundle = {**frames.as_dict(), **built}
+    for folder, fmt in ((csv, "csv"), (parquet, "parquet")):
+        if folder is not None:
+            written = export(bundle, folder, formats={fmt})
+            console.print(f"wrote {len(written)} {fmt} files to {folder}")
