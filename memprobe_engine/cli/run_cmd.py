@@ -37,7 +37,8 @@ def run(
     sessions: Annotated[Path, typer.Option(help="Sessions folder (pool.json, users/).")] = Path("sessions"),
     users: Annotated[Optional[str], typer.Option(help="Comma-separated user ids, or all.")] = None,
     dims: Annotated[Optional[str], typer.Option(help="Comma-separated dimension names, or all (31 per user).")] = None,
-    systems: Annotated[str, typer.Option(help="Comma-separated memory systems (built-in names or module:Class).")]
+    systems: Annotated[str, typer.Option("--systems", "--system", help="Comma-separated memory systems: built-in "
+                                         "names, package.module:Class, or plug-in entry-point names.")]
     = "nomem,longctx_full",
     modes: Annotated[str, typer.Option(help="Access modes: dump_all,retrieve.")] = "dump_all,retrieve",
     max_turns: Annotated[int, typer.Option(help="Turn cap per task.")] = 25,

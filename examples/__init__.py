@@ -1,0 +1,1 @@
+"""Example code for MemProbe users: importable as ``examples.<module>`` from the repository root."""

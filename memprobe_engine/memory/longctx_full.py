@@ -1,0 +1,106 @@
+"""``longctx_full``: every task opening and turn stored verbatim, cosine top-k retrieval (paper §4.1).
+
+The raw evidence-preservation baseline: nothing is summarised, merged or dropped, so dump_all shows
+exactly what the user and agent said. Items mirror the release's native fields
+(``content``/``category``/``task_index``, plus ``turn`` for replies) and add ``id`` and the
+simulated-clock ``timestamp``. Embeddings go through ``services.embedder`` (recorded and cached);
+they are computed in one batch for the items written since the last search and kept in an
+in-memory matrix, so a search embeds only its query and what is new.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+import numpy.typing as npt
+
+from memprobe_engine.errors import ConfigError
+from memprobe_engine.llm.embeddings import cosine_top_k
+from memprobe_engine.memory.base import Footprint, MemoryServices, Observation, RecordedStore, ScoredItem
+
+#: Observation kind -> (native category, content prefix) as the release's longctx_full agent wrote them.
+_CATEGORY: dict[str, tuple[str, str]] = {
+    "user": ("user_reply", "User: "),
+    "assistant": ("agent_reply", "Agent: "),
+}
+
+
+def native_item(item_id: str, observation: Observation) -> dict[str, Any]:
+    """The stored item for one observation, in the release's field layout plus ``id``/``timestamp``."""
+    if observation.kind == "task":
+        return {"id": item_id, "content": f"[Task {observation.task_index}] {observation.text}",
+                "category": "task", "task_index": observation.task_index,
+                "timestamp": observation.timestamp}
+    category, prefix = _CATEGORY[observation.kind]
+    return {"id": item_id, "content": prefix + observation.text, "category": category,
+            "task_index": observation.task_index, "turn": observation.turn,
+            "timestamp": observation.timestamp}
+
+
+class LongContextFull:
+    """Verbatim turn store with sentence-embedding cosine retrieval."""
+
+    name: ClassVar[str] = "longctx_full"
+    description: ClassVar[str] = ("Stores every task opening and turn verbatim; retrieve mode ranks them "
+                                  "by cosine similarity of sentence embeddings.")
+
+    def __init__(self, services: MemoryServices) -> None:
+        if services.embedder is None:
+            raise ConfigError("memory system 'longctx_full' needs an embedder for its search, but none "
+                              "was configured. Set the embedding model in the run configuration.")
+        self.services = services
+        self.store = RecordedStore(services.recorder)
+        self._next = 1
+        self._row_ids: list[str] = []  # item id of each matrix row, then of each pending item
+        self._matrix: npt.NDArray[np.float32] | None = None  # rows for _row_ids[:n_embedded]
+
+    @property
+    def _n_embedded(self) -> int:
+        return 0 if self._matrix is None else int(self._matrix.shape[0])
+
+    async def reset(self, user_id: str) -> None:
+        """Empty the store (recorded as a ``reset`` op) and drop the embeddings with it."""
+        self.store.clear(note=f"new user {user_id}")
+        self._next = 1
+        self._row_ids = []
+        self._matrix = None
+
+    async def observe(self, observation: Observation) -> None:
+        """Store the observation verbatim; its embedding is computed at the next search."""
+        item_id = f"t{self._next:04d}"
+        self._next += 1
+        self.store.add(item_id, native_item(item_id, observation))
+        self._row_ids.append(item_id)
+
+    async def search(self, query: str, k: int) -> list[ScoredItem]:
+        """The ``k`` items most cosine-similar to ``query``, best first, with their similarity."""
+        if k <= 0 or not self._row_ids:
+            return []
+        await self._embed_pending()
+        assert self._matrix is not None
+        query_vec = await self._embed([query])
+        hits = cosine_top_k(query_vec[0], self._matrix, min(k, len(self._row_ids)))
+        return [ScoredItem(id=self._row_ids[row], item=dict(self.store.get(self._row_ids[row])),
+                           score=float(score)) for row, score in hits]
+
+    def dump(self) -> list[dict[str, Any]]:
+        return [dict(item) for item in self.store.items()]
+
+    def footprint(self) -> Footprint:
+        return self.store.footprint()
+
+    async def _embed_pending(self) -> None:
+        """Embed, in one batch, the items written since the last search and append their rows."""
+        pending = self._row_ids[self._n_embedded:]
+        if not pending:
+            return
+        rows = await self._embed([str(self.store.get(item_id)["content"]) for item_id in pending])
+        self._matrix = rows if self._matrix is None else np.vstack([self._matrix, rows])
+
+    async def _embed(self, texts: list[str]) -> npt.NDArray[np.float32]:
+        rows = np.asarray(await self.services.embedder.embed(texts), dtype=np.float32)
+        if rows.ndim != 2 or rows.shape[0] != len(texts):
+            raise ValueError(f"the embedder returned an array of shape {rows.shape} for {len(texts)} "
+                             f"texts; expected one row per text")
+        return rows

@@ -1,0 +1,204 @@
+"""Time travel over a recording: a memory system's store as it was at any event.
+
+Every store mutation is a ``memory_op`` event carrying the JSON Patch from the previous state
+``{"items": {id: item}}`` to the next, and a ``memory_snapshot`` event may checkpoint the whole state
+(payload ``{"items": {...}}``, see :func:`record_snapshot`). :class:`StoreTimeline` scans a recording
+once for the memory events of every (user, system), then rebuilds a store at any ``seq`` by starting
+from the nearest snapshot or in-memory checkpoint (one every :data:`CHECKPOINT_EVERY` events) and
+applying at most that many patches, so stepping through a million-event recording stays fast.
+"""
+
+from __future__ import annotations
+
+import bisect
+import copy
+import weakref
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from memprobe_engine.errors import RecordingError
+from memprobe_engine.events.jsonpatch import apply_patch
+from memprobe_engine.events.memory import MemorySnapshot
+from memprobe_engine.events.reader import DamagedEvent, RecordingReader
+from memprobe_engine.events.recorder import Recorder
+
+CHECKPOINT_EVERY = 200
+MEMORY_KINDS = ("memory_op", "memory_snapshot")
+_TOKENS = tuple(f'"kind":"{kind}"'.encode() for kind in MEMORY_KINDS)
+
+Key = tuple[str | None, str | None]
+Items = dict[str, dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class StoreDiff:
+    """Item ids that appear, change or disappear between two stores (in store order)."""
+
+    added: list[str]
+    updated: list[str]
+    deleted: list[str]
+
+    @property
+    def empty(self) -> bool:
+        return not (self.added or self.updated or self.deleted)
+
+
+@dataclass
+class _Track:
+    """The memory events of one (user, system), in recording order, and the states cached so far."""
+
+    seqs: list[int] = field(default_factory=list)
+    lines: list[int] = field(default_factory=list)
+    snapshot_positions: list[int] = field(default_factory=list)  # indexes into seqs
+    checkpoint_positions: list[int] = field(default_factory=lambda: [0])
+    checkpoints: dict[int, dict[str, Any]] = field(default_factory=lambda: {0: {"items": {}}})
+
+
+class StoreTimeline:
+    """Rebuilds the store of any (user, system) at any seq of one recording.
+
+    The first query scans the memory events; later queries scan only lines appended since (a live
+    recording followed with ``reader.refresh()``). A damaged memory event of the requested store, or an
+    unreadable line that names a memory kind and so may be one, between the starting state and the
+    requested seq raises RecordingError rather than returning a store that silently misses an op.
+    """
+
+    def __init__(self, reader: RecordingReader) -> None:
+        self.reader = reader
+        self._tracks: dict[Key, _Track] = {}
+        self._unattributed_damage: list[int] = []
+        self._scanned = 0
+
+    def refresh(self) -> None:
+        """Index the memory events on lines the reader has that were not scanned yet.
+
+        Lines are read as plain JSON (no model validation, nothing put in the reader's event cache);
+        an event is validated when a rebuild applies it.
+        """
+        stop = len(self.reader)
+        for line in range(self._scanned, stop):
+            raw = self.reader.raw(line)
+            if not any(token in raw for token in _TOKENS):
+                continue
+            try:
+                data = self.reader.get_dict(line)
+            except DamagedEvent:
+                self._unattributed_damage.append(line)
+                continue
+            if data.get("kind") not in MEMORY_KINDS:
+                continue
+            track = self._tracks.setdefault((data.get("user_id"), data.get("system")), _Track())
+            if data["kind"] == "memory_snapshot":
+                track.snapshot_positions.append(len(track.seqs))
+            track.seqs.append(int(data.get("seq", line)))
+            track.lines.append(line)
+        self._scanned = stop
+
+    def keys(self) -> list[Key]:
+        """Every (user_id, system) that has memory events, in order of first appearance."""
+        self.refresh()
+        return list(self._tracks)
+
+    def event_seqs(self, *, user_id: str, system: str) -> list[int]:
+        """The seqs of the memory events of one store: the points where it can change."""
+        self.refresh()
+        track = self._tracks.get((user_id, system))
+        return list(track.seqs) if track is not None else []
+
+    def store_at(self, *, user_id: str, system: str, upto_seq: int) -> Items:
+        """The store's items by id (insertion order) after every memory event with seq <= ``upto_seq``."""
+        self.refresh()
+        track = self._tracks.get((user_id, system)) or _Track()  # no events yet: the empty store
+        target = bisect.bisect_right(track.seqs, upto_seq)  # apply events [0, target)
+        checkpoint = track.checkpoint_positions[bisect.bisect_right(track.checkpoint_positions, target) - 1]
+        snapshot = bisect.bisect_left(track.snapshot_positions, target) - 1
+        snapshot_start = track.snapshot_positions[snapshot] if snapshot >= 0 else -1
+        if snapshot_start >= checkpoint:
+            state = self._snapshot_state(self._event(track.lines[snapshot_start], user_id, system))
+            start = snapshot_start + 1
+        else:
+            state = copy.deepcopy(track.checkpoints[checkpoint])
+            start = checkpoint
+        self._check_damage(track, start, target, upto_seq, user_id, system)
+        for position in range(start, target):
+            event = self._event(track.lines[position], user_id, system)
+            if event.kind == "memory_snapshot":
+                state = self._snapshot_state(event)
+            else:
+                try:
+                    state = apply_patch(state, event.patch, in_place=True)
+                except (ValueError, KeyError, IndexError, TypeError) as err:
+                    raise RecordingError(
+                        f"{self.reader.path}: the memory patch at seq {event.seq} (user {user_id}, system "
+                        f"{system}) does not apply to the store before it ({err}); the recording is "
+                        f"inconsistent. Run `memprobe recording verify {self.reader.directory}`.") from None
+            if (position + 1) % CHECKPOINT_EVERY == 0 and position + 1 not in track.checkpoints:
+                track.checkpoints[position + 1] = copy.deepcopy(state)
+                bisect.insort(track.checkpoint_positions, position + 1)
+        return copy.deepcopy(state["items"])
+
+    def _event(self, line: int, user_id: str, system: str) -> Any:
+        try:
+            return self.reader.get(line)
+        except DamagedEvent as err:
+            raise RecordingError(f"{err} It is a memory event of user {user_id}, system {system}, so that "
+                                 f"store cannot be rebuilt past it. Run `memprobe recording verify "
+                                 f"{self.reader.directory}`.") from None
+
+    def _snapshot_state(self, event: MemorySnapshot) -> dict[str, Any]:
+        try:
+            data = self.reader.payload(event.snapshot_ref)
+        except KeyError:
+            raise RecordingError(f"{self.reader.path}: the memory snapshot at seq {event.seq} refers to payload "
+                                 f"{event.snapshot_ref}, which payloads.jsonl does not hold.") from None
+        if not isinstance(data, dict) or not isinstance(data.get("items"), dict):
+            raise RecordingError(f"{self.reader.path}: the memory snapshot at seq {event.seq} is not a store "
+                                 f"state (expected {{\"items\": {{id: item}}}}).")
+        return copy.deepcopy(data)
+
+    def _check_damage(self, track: _Track, start: int, target: int, upto_seq: int,
+                      user_id: str, system: str) -> None:
+        first = track.lines[start - 1] if start > 0 else -1
+        last = track.lines[target] if target < len(track.lines) else upto_seq + 1
+        for line in self._unattributed_damage:
+            if first < line < last:
+                raise RecordingError(
+                    f"{self.reader.path}: line {line + 1} is damaged and may be a memory operation of user "
+                    f"{user_id}, system {system}, so the store at seq {upto_seq} cannot be rebuilt exactly. "
+                    f"Run `memprobe recording verify {self.reader.directory}`.")
+
+
+_TIMELINES: "weakref.WeakKeyDictionary[RecordingReader, StoreTimeline]" = weakref.WeakKeyDictionary()
+
+
+def timeline_for(reader: RecordingReader) -> StoreTimeline:
+    """The reader's shared :class:`StoreTimeline`, built on first use."""
+    timeline = _TIMELINES.get(reader)
+    if timeline is None:
+        timeline = _TIMELINES[reader] = StoreTimeline(reader)
+    return timeline
+
+
+def store_at(reader: RecordingReader, *, user_id: str, system: str, upto_seq: int) -> Items:
+    """The store of (``user_id``, ``system``) after every memory event with seq <= ``upto_seq``."""
+    return timeline_for(reader).store_at(user_id=user_id, system=system, upto_seq=upto_seq)
+
+
+def store_diff(before: Mapping[str, Any], after: Mapping[str, Any]) -> StoreDiff:
+    """What changed from ``before`` to ``after`` (two stores as returned by :func:`store_at`)."""
+    return StoreDiff(added=[item_id for item_id in after if item_id not in before],
+                     updated=[item_id for item_id in after if item_id in before and before[item_id] != after[item_id]],
+                     deleted=[item_id for item_id in before if item_id not in after])
+
+
+def record_snapshot(recorder: Recorder, items: Mapping[str, Mapping[str, Any]]) -> MemorySnapshot:
+    """Checkpoint a whole store as a ``memory_snapshot`` event in the format :class:`StoreTimeline` reads.
+
+    Call it inside the recorder scope of the store's user and system. Raises ValueError when the
+    recorder records nothing, since a snapshot without its payload could never be read back.
+    """
+    ref = recorder.put_payload({"items": {item_id: dict(item) for item_id, item in items.items()}})
+    if ref is None:
+        raise ValueError("record_snapshot needs a recorder that writes a recording (this one has no writer)")
+    return recorder.emit(MemorySnapshot(snapshot_ref=ref, n_items=len(items)))
