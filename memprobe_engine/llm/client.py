@@ -159,6 +159,7 @@ class ChatClient:
         self._backoff_max_s = backoff_max_s
         self._env = os.environ if env is None else env
         self._backends: dict[str, tuple[ChatBackend, asyncio.Semaphore]] = {}
+        self._in_flight: dict[str, asyncio.Future[ChatResult]] = {}
 
     def spec_for(self, role: str) -> ModelSpec:
         return self.config.spec_for(role)
@@ -258,11 +259,32 @@ class ChatClient:
         request = call.request()
         key = request_hash(request, backend=call.spec.backend)
         result = self._cached(call, key)
-        if result is None:
-            result = await self._attempts(call, request)
+        if result is None and self.cache is not None and call.spec.backend != "replay" and key in self._in_flight:
+            # The same request is already on its way (another unit, concurrently): share its answer
+            # exactly as a cache hit would, instead of sending it twice.
+            result = await asyncio.shield(self._in_flight[key])
+            call.cache_hits += 1
+            call.add_usage(result.usage)
+        elif result is None:
+            result = await self._send_once(call, request, key)
             self._store(call, key, result)
         call.text = result.text
         return result.text
+
+    async def _send_once(self, call: _Call, request: ChatRequest, key: str) -> ChatResult:
+        """Call the backend, publishing the pending answer so identical concurrent requests wait for it."""
+        pending: asyncio.Future[ChatResult] = asyncio.get_running_loop().create_future()
+        pending.add_done_callback(lambda done: done.cancelled() or done.exception())  # no "never retrieved"
+        self._in_flight[key] = pending
+        try:
+            result = await self._attempts(call, request)
+        except BaseException as err:
+            pending.set_exception(err)
+            raise
+        finally:
+            self._in_flight.pop(key, None)
+        pending.set_result(result)
+        return result
 
     async def _attempts(self, call: _Call, request: ChatRequest) -> ChatResult:
         attempt = 0

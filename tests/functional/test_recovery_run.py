@@ -137,3 +137,14 @@ oracle = RecoveryOracle(delay_s=delay)
 asyncio.run(run_recovery(plan(dims, ["nomem", "longctx_full"]), record, llm_config=config(),
                          backend_factory=lambda spec: oracle))
 '''
+
+
+def test_documented_example_plugin_runs_a_recovery_session(tmp_path: Path) -> None:
+    """docs/memory-systems.md's example system plugs in by import path, unchanged."""
+    chosen = dims(2)
+    plan_for(chosen)
+    record = run(tmp_path, RecoveryOracle(), chosen, ["examples.keyword_memory:KeywordMemory"])
+    reader = open_recording(record)
+    assert {e.system for e in reader.iter_events(kinds=["judge_score"])} == {"examples.keyword_memory:KeywordMemory"}
+    assert any(True for _ in reader.iter_events(kinds=["memory_op"]))
+    assert [e.status for e in reader.iter_events(kinds=["run_end"])] == ["completed"]

@@ -255,3 +255,29 @@ async def test_raw_json_schema_is_sent_as_is_and_repaired(tmp_path: Path) -> Non
     assert event["parsed"] == {"label": "yes", "n": 2}
     with pytest.raises(TypeError):
         await client.chat("default", user("q"), schema=Verdict, json_schema=RAW_SCHEMA)
+
+
+class SlowBackend(ScriptedBackend):
+    """Answers after a pause, so identical requests overlap in time."""
+
+    async def complete(self, request: ChatRequest) -> ChatResult:
+        await asyncio.sleep(0.05)
+        return await super().complete(request)
+
+
+async def test_identical_concurrent_requests_share_one_backend_call(tmp_path: Path) -> None:
+    backend = SlowBackend(lambda request: "shared answer")
+    with temp_recording(tmp_path / "rec") as recorder:
+        client = ChatClient(config(), recorder, ResponseCache(tmp_path / "cache"), backend_factory=lambda s: backend)
+        outcomes = await asyncio.gather(*(client.chat("agent", user("same question")) for _ in range(3)))
+    assert len(backend.requests) == 1
+    assert [o.text for o in outcomes] == ["shared answer"] * 3
+    assert sorted(o.cache_hit for o in outcomes) == [False, True, True]
+    assert len(read_events(tmp_path / "rec")) == 3
+
+
+async def test_without_a_cache_identical_requests_are_all_sent() -> None:
+    backend = SlowBackend(lambda request: "fresh")
+    client = ChatClient(config(), backend_factory=lambda s: backend)
+    await asyncio.gather(*(client.chat("agent", user("same question")) for _ in range(2)))
+    assert len(backend.requests) == 2
