@@ -22,7 +22,7 @@ app = typer.Typer(
 )
 
 from memprobe_engine.cli import (doctor_cmd, generate_cmd, llm_cmds, merge_cmd, recording_cmds,  # noqa: E402
-                                 report_cmd, run_cmd, sessions_cmds)
+                                 report_cmd, rescore_cmd, run_cmd, sessions_cmds)
 
 app.add_typer(recording_cmds.recording_app, name="recording")
 app.add_typer(llm_cmds.llm_app, name="llm")
@@ -30,6 +30,7 @@ app.command("doctor")(doctor_cmd.doctor)
 app.command("run")(run_cmd.run)
 app.command("report")(report_cmd.report)
 app.command("merge")(merge_cmd.merge)
+app.command("rescore")(rescore_cmd.rescore)
 app.add_typer(sessions_cmds.sessions_app, name="sessions")
 app.add_typer(sessions_cmds.systems_app, name="systems")
 app.add_typer(generate_cmd.generate_app, name="generate")

@@ -21,7 +21,7 @@ from memprobe_engine.recovery.inputs import BankEntry
 from memprobe_engine.recovery.prompts import Turn
 from memprobe_engine.recovery.schemas import (OK_THRESHOLD, DisclosureVerdict, ElicitationVerdict,
                                               TaskDesignVerdict)
-from memprobe_engine.recovery.scoring import Mode
+from memprobe_engine.recovery.scoring import Mode, TextSink, ask
 
 
 @dataclass(frozen=True)
@@ -52,7 +52,7 @@ class Stage0Cache:
 
 async def attribute(chat: Any, recorder: Recorder, *, user_id: str, entry: BankEntry, task_text: str,
                     history: Sequence[Turn], score: float | None, mode: Mode, stage0: Stage0Cache,
-                    max_tokens: int = 250) -> str:
+                    max_tokens: int = 250, on_text: TextSink | None = None) -> str:
     """Run the stages needed for this case and record the final label."""
     params = SamplingParams(temperature=0.0, max_tokens=max_tokens)
     if score is None:
@@ -60,24 +60,25 @@ async def attribute(chat: Any, recorder: Recorder, *, user_id: str, entry: BankE
     elif score >= OK_THRESHOLD:
         label = "ok"
     else:
-        label = await _stages(chat, recorder, user_id, entry, task_text, history, mode, stage0, params)
+        label = await _stages(chat, recorder, user_id, entry, task_text, history, mode, stage0, params, on_text)
     recorder.emit(AttributionLabel(mode=mode, label=label, score=score))  # type: ignore[arg-type]
     return label
 
 
 async def _stages(chat: Any, recorder: Recorder, user_id: str, entry: BankEntry, task_text: str,
-                  history: Sequence[Turn], mode: Mode, stage0: Stage0Cache, params: SamplingParams) -> str:
+                  history: Sequence[Turn], mode: Mode, stage0: Stage0Cache, params: SamplingParams,
+                  on_text: TextSink | None) -> str:
     with recorder.span("stage 0: task design", "stage", stage=0, mode=mode):
         async with stage0.lock(user_id, entry.dimension):
-            verdict0 = await _stage0(chat, recorder, user_id, entry, task_text, mode, stage0, params)
+            verdict0 = await _stage0(chat, recorder, user_id, entry, task_text, mode, stage0, params, on_text)
     if verdict0 is None:
         return "excluded"
     if not verdict0.can_invite:
         return "task_design_failure"
 
     with recorder.span("stage 1: disclosure", "stage", stage=1, mode=mode):
-        out1 = await chat.chat("attribution_judge", prompts.disclosure_messages(history, entry), params=params,
-                               schema=DisclosureVerdict)
+        out1 = await ask(chat, "attribution_judge", prompts.disclosure_messages(history, entry), params=params,
+                         schema=DisclosureVerdict, stage="stage 1", on_text=on_text)
         if out1.parsed is None:
             recorder.emit(AttributionStage(mode=mode, stage=1, verdict="excluded", reason=out1.excluded,
                                            call_seq=out1.call_seq))
@@ -89,8 +90,8 @@ async def _stages(chat: Any, recorder: Recorder, user_id: str, entry: BankEntry,
         return "memory_failure"
 
     with recorder.span("stage 2: elicitation vs strictness", "stage", stage=2, mode=mode):
-        out2 = await chat.chat("attribution_judge", prompts.elicitation_messages(history, entry), params=params,
-                               schema=ElicitationVerdict)
+        out2 = await ask(chat, "attribution_judge", prompts.elicitation_messages(history, entry), params=params,
+                         schema=ElicitationVerdict, stage="stage 2", on_text=on_text)
         if out2.parsed is None:
             recorder.emit(AttributionStage(mode=mode, stage=2, verdict="excluded", reason=out2.excluded,
                                            call_seq=out2.call_seq))
@@ -101,7 +102,7 @@ async def _stages(chat: Any, recorder: Recorder, user_id: str, entry: BankEntry,
 
 
 async def _stage0(chat: Any, recorder: Recorder, user_id: str, entry: BankEntry, task_text: str, mode: Mode,
-                  stage0: Stage0Cache, params: SamplingParams) -> Stage0Verdict | None:
+                  stage0: Stage0Cache, params: SamplingParams, on_text: TextSink | None) -> Stage0Verdict | None:
     """The task-design oracle, asked once per (user, dimension); None when its output was unusable."""
     cached = stage0.get(user_id, entry.dimension)
     if cached is not None:
@@ -109,8 +110,8 @@ async def _stage0(chat: Any, recorder: Recorder, user_id: str, entry: BankEntry,
                                        "cannot_invite", reason=cached.reason, cached=True))
         verdict0 = cached
     else:
-        out = await chat.chat("attribution_judge", prompts.task_design_messages(task_text, entry), params=params,
-                              schema=TaskDesignVerdict)
+        out = await ask(chat, "attribution_judge", prompts.task_design_messages(task_text, entry), params=params,
+                        schema=TaskDesignVerdict, stage="stage 0", on_text=on_text)
         if out.parsed is None:
             recorder.emit(AttributionStage(mode=mode, stage=0, verdict="excluded", reason=out.excluded,
                                            call_seq=out.call_seq))

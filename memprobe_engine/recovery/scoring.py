@@ -9,10 +9,12 @@ comparable score. A prediction of "unknown" scores 0 by the rubric without a jud
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import orjson
+from pydantic import BaseModel
 
 from memprobe_engine.events.memory import Retrieval
 from memprobe_engine.events.recorder import Recorder
@@ -40,6 +42,22 @@ class DimensionScore:
     judge_seq: int | None = None
 
 
+TextSink = Callable[[str, str], None]
+"""Receives (stage, text piece) as a model generates: the TUI's live re-run view."""
+
+
+async def ask(chat: Any, role: str, messages: list[Any], *, params: SamplingParams, schema: type[BaseModel],
+              stage: str, on_text: TextSink | None = None) -> Any:
+    """One structured call; streamed piece by piece into ``on_text`` when given."""
+    if on_text is None:
+        return await chat.chat(role, messages, params=params, schema=schema)
+    stream = chat.stream(role, messages, params=params, schema=schema)
+    async for piece in stream:
+        on_text(stage, piece)
+    assert stream.outcome is not None, "a stream read to its end always carries an outcome"
+    return stream.outcome
+
+
 def estimate_tokens(messages: list[Any]) -> int:
     return math.ceil(sum(len(m.content) for m in messages) / CHARS_PER_TOKEN)
 
@@ -57,7 +75,7 @@ async def read_memory(system: MemorySystem, recorder: Recorder, entry: BankEntry
 
 async def slot_fill(chat: Any, recorder: Recorder, entry: BankEntry, pool_entry: PoolDimension | None,
                     memory: list[dict[str, Any]], mode: Mode, *, context_tokens: int,
-                    max_tokens: int = 200) -> SlotFill:
+                    max_tokens: int = 200, on_text: TextSink | None = None) -> SlotFill:
     """One slot-fill, recorded; overflow and empty memory are decided without a model call."""
     if not memory:
         return recorder.emit(SlotFill(mode=mode, label="unknown", reason="the memory returned nothing to read"))
@@ -69,8 +87,8 @@ async def slot_fill(chat: Any, recorder: Recorder, entry: BankEntry, pool_entry:
             mode=mode, label=None, overflow=True,
             excluded=f"store of {len(memory)} items needs about {needed:,} tokens; the reader's context holds "
                      f"{context_tokens:,}", reason="not truncated: auditability diagnostic"))
-    outcome = await chat.chat("slot_filler", messages, params=SamplingParams(temperature=0.0, max_tokens=max_tokens),
-                              schema=SlotFillAnswer)
+    outcome = await ask(chat, "slot_filler", messages, params=SamplingParams(temperature=0.0, max_tokens=max_tokens),
+                        schema=SlotFillAnswer, stage="slot_fill", on_text=on_text)
     if outcome.parsed is None:
         return recorder.emit(SlotFill(mode=mode, label=None, call_seq=outcome.call_seq, excluded=outcome.excluded))
     answer: SlotFillAnswer = outcome.parsed
@@ -83,7 +101,7 @@ def is_unknown(label: str) -> bool:
 
 
 async def judge(chat: Any, recorder: Recorder, entry: BankEntry, fill: SlotFill, *, max_tokens: int = 200,
-                rescore_of: int | None = None, role: str = "recovery_judge") -> JudgeScore:
+                rescore_of: int | None = None, on_text: TextSink | None = None) -> JudgeScore:
     """Score a slot-fill against the hidden target on the five-level rubric (temperature 0)."""
     mode = fill.mode
     if fill.label is None:
@@ -92,8 +110,9 @@ async def judge(chat: Any, recorder: Recorder, entry: BankEntry, fill: SlotFill,
     if is_unknown(fill.label):
         return recorder.emit(JudgeScore(mode=mode, score=0.0, reason="rubric: a prediction of unknown scores 0",
                                         rescore_of=rescore_of))
-    outcome = await chat.chat(role, prompts.judge_messages(entry, fill.label),
-                              params=SamplingParams(temperature=0.0, max_tokens=max_tokens), schema=JudgeVerdict)
+    outcome = await ask(chat, "recovery_judge", prompts.judge_messages(entry, fill.label),
+                        params=SamplingParams(temperature=0.0, max_tokens=max_tokens), schema=JudgeVerdict,
+                        stage="judge", on_text=on_text)
     if outcome.parsed is None:
         return recorder.emit(JudgeScore(mode=mode, score=None, call_seq=outcome.call_seq, excluded=outcome.excluded,
                                         rescore_of=rescore_of))

@@ -50,11 +50,22 @@ def tasks_for(user: SimUser, dimensions: Sequence[str] | None) -> list[Task]:
     return sorted(tasks, key=lambda t: order.index(t.dimension))
 
 
+def unit_inputs(user: SimUser, pool: DimensionPool, tasks: Sequence[Task]) -> dict[str, Any]:
+    """What the unit ran on, stored once in the recording so a replay or re-score needs no sessions
+    folder: the persona, the hidden bank, the tasks, and the pool entries of those dimensions."""
+    return {"user_id": user.user_id, "profile": user.profile.model_dump(mode="json"),
+            "bank": [e.model_dump(mode="json") for e in user.bank.entries],
+            "tasks": [t.model_dump(mode="json") for t in tasks],
+            "pool": {t.dimension: entry.model_dump(mode="json") for t in tasks
+                     if (entry := pool.get(t.dimension)) is not None}}
+
+
 async def run_unit(ctx: UnitContext, user: SimUser, system_name: str, dimensions: Sequence[str] | None) -> None:
     recorder = ctx.recorder
     tasks = tasks_for(user, dimensions)
+    inputs_ref = recorder.put_payload(unit_inputs(user, ctx.pool, tasks))
     with recorder.span(f"{user.user_id} × {system_name}", "unit", user_id=user.user_id, system=system_name,
-                       tasks=len(tasks)):
+                       tasks=len(tasks), inputs_ref=inputs_ref):
         services = MemoryServices(recorder=recorder, clock=SimClock(), seed=unit_seed(ctx.settings.seed, user.user_id,
                                   system_name), chat=ctx.chat, embedder=ctx.embedder)
         system = create_system(system_name, services)

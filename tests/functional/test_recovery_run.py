@@ -148,3 +148,36 @@ def test_documented_example_plugin_runs_a_recovery_session(tmp_path: Path) -> No
     assert {e.system for e in reader.iter_events(kinds=["judge_score"])} == {"examples.keyword_memory:KeywordMemory"}
     assert any(True for _ in reader.iter_events(kinds=["memory_op"]))
     assert [e.status for e in reader.iter_events(kinds=["run_end"])] == ["completed"]
+
+
+def test_rescore_appends_beside_the_original(tmp_path: Path) -> None:
+    from memprobe_engine.llm.client import ChatClient
+    from memprobe_engine.recovery.rescore import Case, rescore
+    from memprobe_engine.report.frames import load_frames
+    from tests.functional import recovery_oracle
+
+    chosen = dims(2)
+    plan_for(chosen)
+    record = run(tmp_path, RecoveryOracle(), chosen, ["longctx_full"])
+    before = (tmp_path / "rec" / "events.jsonl").read_bytes()
+    # The new judge is harsher on the first dimension: 1.0 → 0.5.
+    recovery_oracle.PLAN[chosen[0]] = (0.5, True, True, "agent_elicitation_failure")
+    streamed: list[tuple[str, str]] = []
+    seen: list[str] = []
+    results = asyncio.run(rescore(
+        record, [Case(USER, "longctx_full", chosen[0], "dump_all")],
+        chat_factory=lambda recorder: ChatClient(config(), recorder, backend_factory=lambda spec: RecoveryOracle()),
+        context_tokens=100_000, on_text=lambda stage, piece: streamed.append((stage, piece)),
+        on_event=lambda event: seen.append(event.kind)))
+    (result,) = results
+    assert result.original_score == 1.0 and result.score == 0.5 and result.attribution == "memory_failure"
+    assert {stage for stage, _ in streamed} >= {"slot_fill", "judge"}
+    assert "judge_score" in seen and "attribution_label" in seen
+    assert (tmp_path / "rec" / "events.jsonl").read_bytes().startswith(before), "earlier events must not change"
+    reader = open_recording(record)
+    scores = [e for e in reader.iter_events(kinds=["judge_score"])
+              if e.dimension == chosen[0] and e.mode == "dump_all"]
+    assert [s.score for s in scores] == [1.0, 0.5] and scores[1].rescore_of == scores[0].seq
+    frames = load_frames([record])
+    row = frames.scores[(frames.scores.dimension == chosen[0]) & (frames.scores["mode"] == "dump_all")]
+    assert row.score.tolist() == [0.5]

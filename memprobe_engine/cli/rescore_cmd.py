@@ -1,0 +1,66 @@
+"""``memprobe rescore``: re-run slot-fill, judge (and attribution) on recorded cases."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from memprobe_engine.cli.run_cmd import _csv
+from memprobe_engine.errors import ConfigError
+
+console = Console(highlight=False)
+
+
+def rescore(
+    recording: Annotated[Path, typer.Argument(help="Recording to re-score (new events are appended).")],
+    users: Annotated[Optional[str], typer.Option(help="Comma-separated user ids (default: all).")] = None,
+    dims: Annotated[Optional[str], typer.Option(help="Comma-separated dimensions (default: all).")] = None,
+    systems: Annotated[Optional[str], typer.Option(help="Comma-separated systems (default: all).")] = None,
+    mode: Annotated[Optional[str], typer.Option(help="dump_all or retrieve (default: both).")] = None,
+    model: Annotated[Optional[list[str]], typer.Option(help="ROLE=SPEC (slot_filler, recovery_judge, "
+                                                       "attribution_judge; default: the embedded model).")] = None,
+    config: Annotated[Optional[Path], typer.Option(help="TOML config with [models].")] = None,
+    no_attribution: Annotated[bool, typer.Option("--no-attribution", help="Skip attribution stages.")] = False,
+) -> None:
+    """Re-score recorded cases without re-running the memory system; originals stay untouched."""
+    from memprobe_engine.events.reader import open_recording
+    from memprobe_engine.llm.cache import ResponseCache
+    from memprobe_engine.llm.client import ChatClient
+    from memprobe_engine.llm.config import load_llm_config
+    from memprobe_engine.recovery.rescore import recorded_cases
+    from memprobe_engine.recovery.rescore import rescore as run_rescore
+
+    if mode is not None and mode not in ("dump_all", "retrieve"):
+        raise ConfigError(f"--mode {mode!r}: use dump_all or retrieve.")
+    wanted_users, wanted_dims, wanted_systems = _csv(users), _csv(dims), _csv(systems)
+    with open_recording(recording) as reader:
+        cases = [c for c in recorded_cases(reader)
+                 if (wanted_users is None or c.user_id in wanted_users)
+                 and (wanted_dims is None or c.dimension in wanted_dims)
+                 and (wanted_systems is None or c.system in wanted_systems)
+                 and (mode is None or c.mode == mode)]
+    if not cases:
+        raise ConfigError(f"{recording}: no recorded scores match the filters (users={users}, dims={dims}, "
+                          f"systems={systems}, mode={mode}).")
+    llm_config = load_llm_config(config, os.environ, list(model or []))
+    context = llm_config.spec_for("slot_filler").context_tokens or 128_000
+    results = asyncio.run(run_rescore(
+        recording, cases, chat_factory=lambda recorder: ChatClient(llm_config, recorder, ResponseCache()),
+        context_tokens=context, attribution=not no_attribution))
+    table = Table("user", "system", "dimension", "mode", "original", "new", "label", "attribution")
+    for r in results:
+        table.add_row(r.case.user_id, r.case.system, r.case.dimension, r.case.mode, _fmt(r.original_score),
+                      _fmt(r.score) if r.excluded is None else f"excluded: {r.excluded[:30]}", r.label or "",
+                      r.attribution or "")
+    console.print(table)
+    console.print(f"appended {len(results)} re-score(s) to {recording}")
+
+
+def _fmt(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"

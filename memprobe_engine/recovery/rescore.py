@@ -1,0 +1,186 @@
+"""Re-score recorded cases without re-running the system under test.
+
+For one (user, system, dimension, mode) of a recording: rebuild exactly what the slot-filler read
+(the store at that point for dump_all, the recorded top-k for retrieve) from the recorded memory
+operations, re-run slot-fill and judge (any model; streamed when asked), optionally the attribution
+stages, and *append* the results as new events — ``judge_score.rescore_of`` points at the original,
+which is never touched. The hidden target, task and pool entry come from the unit's recorded inputs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from memprobe_engine.errors import RecordingError
+from memprobe_engine.events.reader import RecordingReader, open_recording
+from memprobe_engine.events.recorder import Recorder
+from memprobe_engine.events.writer import open_writer
+from memprobe_engine.memory.timeline import store_at
+from memprobe_engine.recovery.attribution import Stage0Cache, Stage0Verdict, attribute
+from memprobe_engine.recovery.inputs import BankEntry, PoolDimension
+from memprobe_engine.recovery.prompts import Turn
+from memprobe_engine.recovery.scoring import Mode, TextSink, judge, slot_fill
+
+EventSink = Callable[[Any], None]
+
+
+@dataclass(frozen=True)
+class Case:
+    user_id: str
+    system: str
+    dimension: str
+    mode: Mode
+
+
+@dataclass
+class CaseMaterial:
+    """Everything recorded about one case that a re-score needs."""
+
+    case: Case
+    entry: BankEntry
+    pool_entry: PoolDimension | None
+    task_text: str
+    memory: list[dict[str, Any]]
+    history: list[Turn]
+    original_score_seq: int | None
+    original_score: float | None
+    stage0: Stage0Verdict | None = None
+
+
+@dataclass
+class RescoreResult:
+    case: Case
+    label: str | None
+    score: float | None
+    reason: str | None
+    excluded: str | None
+    original_score: float | None
+    attribution: str | None = None
+    events: list[Any] = field(default_factory=list)
+
+
+class _ObservedRecorder(Recorder):
+    """A recorder that also hands every event it writes to a listener (the TUI's live view)."""
+
+    def __init__(self, writer: Any, listener: EventSink | None) -> None:
+        super().__init__(writer)
+        self._listener = listener
+        self.emitted: list[Any] = []
+
+    def emit(self, event: Any) -> Any:
+        event = super().emit(event)
+        self.emitted.append(event)
+        if self._listener is not None:
+            self._listener(event)
+        return event
+
+
+def recorded_cases(reader: RecordingReader) -> list[Case]:
+    """Every (user, system, dimension, mode) that has a judge score, in recording order."""
+    seen: dict[Case, None] = {}
+    for event in reader.iter_events(kinds=["judge_score"]):
+        if event.user_id and event.system and event.dimension:
+            seen[Case(event.user_id, event.system, event.dimension, event.mode)] = None
+    return list(seen)
+
+
+def gather(reader: RecordingReader, case: Case) -> CaseMaterial:
+    """Collect the case's inputs from the recording; RecordingError naming what is missing."""
+    inputs = _unit_inputs(reader, case)
+    entry_data = next((e for e in inputs["bank"] if e["dimension"] == case.dimension), None)
+    if entry_data is None:
+        raise RecordingError(f"{reader.directory}: {case.dimension} is not in the recorded bank of {case.user_id}.")
+    entry = BankEntry.model_validate(entry_data)
+    pool_data = inputs.get("pool", {}).get(case.dimension)
+    task = next((t for t in inputs["tasks"] if t["dimension"] == case.dimension), {"task": ""})
+    fill = score = retrieval = None
+    history: list[Turn] = []
+    stage0: Stage0Verdict | None = None
+    for event in reader.iter_events(kinds=["slot_fill", "judge_score", "retrieval", "message", "attribution_stage"]):
+        if event.user_id != case.user_id:
+            continue
+        if event.kind == "attribution_stage" and event.dimension == case.dimension and event.stage == 0 \
+                and event.verdict in ("can_invite", "cannot_invite"):
+            stage0 = Stage0Verdict(can_invite=event.verdict == "can_invite", reason=event.reason or "")
+        if event.system != case.system or event.dimension != case.dimension:
+            continue
+        if event.kind == "message" and event.role in ("user", "assistant"):
+            if event.turn == 0:
+                history = []  # a re-run unit replays the episode: keep the latest attempt
+            history.append((event.role, event.content))
+        elif getattr(event, "mode", None) != case.mode:
+            continue
+        elif event.kind == "slot_fill" and fill is None:
+            fill = event
+        elif event.kind == "judge_score" and score is None:
+            score = event
+        elif event.kind == "retrieval" and event.purpose == "retrieve_mode" and fill is None:
+            retrieval = event
+    if fill is None:
+        raise RecordingError(f"{reader.directory}: no slot-fill recorded for {case.user_id}/{case.system}/"
+                             f"{case.dimension} in {case.mode} mode.")
+    store = store_at(reader, user_id=case.user_id, system=case.system, upto_seq=fill.seq)
+    if case.mode == "dump_all":
+        memory = list(store.values())
+    else:
+        ids = retrieval.item_ids if retrieval is not None else []
+        memory = [store[i] for i in ids if i in store]
+    return CaseMaterial(case=case, entry=entry, pool_entry=PoolDimension.model_validate(pool_data) if pool_data else None,
+                        task_text=task["task"], memory=memory, history=history,
+                        original_score_seq=score.seq if score is not None else None,
+                        original_score=score.score if score is not None else None, stage0=stage0)
+
+
+def _unit_inputs(reader: RecordingReader, case: Case) -> dict[str, Any]:
+    for event in reader.iter_events(kinds=["span_begin"]):
+        if event.span_kind == "unit" and event.user_id == case.user_id and event.system == case.system:
+            ref = event.attrs.get("inputs_ref")
+            if ref:
+                return reader.payload(ref)  # type: ignore[no-any-return]
+    raise RecordingError(f"{reader.directory}: the unit {case.user_id} × {case.system} has no recorded inputs "
+                         f"(bank, tasks), so it cannot be re-scored.")
+
+
+async def rescore(record: Path, cases: Iterable[Case], *, chat_factory: Callable[[Recorder], Any],
+                  context_tokens: int, attribution: bool = True, on_text: TextSink | None = None,
+                  on_event: EventSink | None = None, max_tokens: int = 200) -> list[RescoreResult]:
+    """Re-score ``cases`` and append the results to ``record``. ``chat_factory`` builds the chat
+    client bound to the recorder (so the new LLM calls are recorded in the same recording)."""
+    with open_recording(record) as reader:
+        materials = [gather(reader, case) for case in cases]
+    writer = open_writer(record)
+    recorder = _ObservedRecorder(writer, on_event)
+    chat = chat_factory(recorder)
+    results: list[RescoreResult] = []
+    try:
+        for material in materials:
+            results.append(await _one(chat, recorder, material, context_tokens, attribution, on_text, max_tokens))
+    finally:
+        await chat.aclose()
+        writer.close()
+    return results
+
+
+async def _one(chat: Any, recorder: _ObservedRecorder, material: CaseMaterial, context_tokens: int,
+               attribution: bool, on_text: TextSink | None, max_tokens: int) -> RescoreResult:
+    case = material.case
+    first = len(recorder.emitted)
+    with recorder.span(f"rescore {case.dimension} {case.mode}", "rescore", user_id=case.user_id, system=case.system,
+                       dimension=case.dimension, mode=case.mode, rescore_of=material.original_score_seq):
+        fill = await slot_fill(chat, recorder, material.entry, material.pool_entry, material.memory, case.mode,
+                               context_tokens=context_tokens, max_tokens=max_tokens, on_text=on_text)
+        score = await judge(chat, recorder, material.entry, fill, max_tokens=max_tokens,
+                            rescore_of=material.original_score_seq, on_text=on_text)
+        label = None
+        if attribution:
+            stage0 = Stage0Cache()
+            if material.stage0 is not None:  # the paper's rule: one stage-0 verdict per (user, dimension)
+                stage0.put(case.user_id, case.dimension, material.stage0)
+            label = await attribute(chat, recorder, user_id=case.user_id, entry=material.entry,
+                                    task_text=material.task_text, history=material.history, score=score.score,
+                                    mode=case.mode, stage0=stage0, on_text=on_text)
+    return RescoreResult(case=case, label=fill.label, score=score.score, reason=score.reason, excluded=score.excluded,
+                         original_score=material.original_score, attribution=label, events=recorder.emitted[first:])
