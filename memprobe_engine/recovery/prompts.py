@@ -16,10 +16,10 @@ from memprobe_engine.recovery.inputs import CATEGORY_DISPLAY, BankEntry, Persona
 Turn = tuple[str, str]  # (speaker "user"|"assistant", text)
 
 AGENT_SYSTEM = (
-    "You are a capable personal assistant helping one user with everyday tasks. Give concrete, "
-    "practical help. When knowing more about the person would clearly improve your help, ask one "
-    "short question about their situation, habits or preferences.\n\n"
-    "What your memory returned about this user (it may be empty or only partly relevant):\n{memory}"
+    "You are a capable personal assistant helping one user with everyday tasks. Answer the user's "
+    "request directly and concretely, in the form it calls for. If one fact about the person would "
+    "change your answer, end with one short question about it.\n\n"
+    "Notes from your memory of this user (may be empty or only partly relevant):\n{memory}"
 )
 
 
@@ -47,7 +47,8 @@ SIMULATOR_SYSTEM = (
     "never list your traits, and never state a trait outright unless the conversation makes it "
     "natural. Let your habits, knowledge and preferences show through how you react. If the current "
     "request reminds you of a past experience of yours, mention it briefly the way a person would. "
-    "When the assistant's help is good enough for you, say so and finish."
+    "A first answer rarely fits a real person's situation: say what does not fit yours, with one "
+    "concrete detail from your life. Once the help fits you, thank the assistant briefly and finish."
 )
 
 
@@ -60,10 +61,11 @@ def simulator_messages(user: SimUser, target: BankEntry, history: Sequence[Turn]
         f"THINGS TRUE ABOUT YOU (private; reveal only through natural conversation)\n{bank_lines}\n\n"
         f"ESPECIALLY RELEVANT TO THIS REQUEST\n{target.dimension}: {target.short}. {target.explanation}\n\n"
         f"CONVERSATION SO FAR\n{_transcript(history)}\n\n"
-        "Write your next message to the assistant. Reply with JSON only, for example:\n"
-        '{"feedback_type": "followup", "text": "That helps, but I usually ...", "is_done": false}\n'
-        "feedback_type is one of followup, clarify, correction, satisfied; set is_done true (and "
-        "feedback_type satisfied) only when you are content with the help."
+        "Write YOUR next message to the assistant, in your own voice, reacting to its last reply. Reply "
+        "with JSON only, in this shape:\n"
+        '{"feedback_type": "<followup, clarify, correction or satisfied>", "text": "<your message>", '
+        '"is_done": <true or false>}\n'
+        "Use satisfied with is_done true once the help is usable for you; otherwise is_done false."
     )
     return [ChatMessage(role="system", content=SIMULATOR_SYSTEM), ChatMessage(role="user", content=body)]
 
@@ -77,44 +79,47 @@ PREFERENCE_SYSTEM = (
 
 def preference_messages(preferences: Sequence[BankEntry], reply: str) -> list[ChatMessage]:
     prefs = "\n".join(f"- {p.dimension}: {p.short}" for p in preferences)
-    example = ", ".join(f'{{"dimension": "{p.dimension}", "score": 4}}' for p in preferences[:2])
+    shape = ", ".join(f'{{"dimension": "{p.dimension}", "score": <1-5 or null>}}' for p in preferences)
     body = (f"USER PREFERENCES\n{prefs}\n\nASSISTANT REPLY\n{reply}\n\n"
-            f"Reply with JSON only: a short reason, then one rating per preference, e.g.\n"
-            f'{{"reason": "...", "ratings": [{example}]}}')
+            f"Reply with JSON only: a short reason, then one rating per preference, in this shape:\n"
+            f'{{"reason": "<one sentence>", "ratings": [{shape}]}}')
     return [ChatMessage(role="system", content=PREFERENCE_SYSTEM), ChatMessage(role="user", content=body)]
 
 
 SLOT_FILL_SYSTEM = (
-    "You reconstruct one fact about a user from an assistant's memory. Use only the memory given. "
-    "If it holds no evidence for the asked dimension, answer with the label \"unknown\"."
+    "You read an assistant's memory of one user and answer one question about that user. Use only "
+    "the memory given. If it holds no evidence for the question, the answer is \"unknown\"."
 )
 
 
 def slot_fill_messages(dimension: str, pool_entry: PoolDimension | None, category: str,
                        memory_json: str) -> list[ChatMessage]:
-    axis = f"\nWhat it asks: {pool_entry.axis}\nTypical answers: {', '.join(pool_entry.answer_space)}" \
-        if pool_entry else ""
-    body = (f"DIMENSION: {dimension} ({category}){axis}\n\nMEMORY\n{memory_json}\n\n"
-            "Reply with JSON only: first the evidence you used, then a short label (at most 12 words) "
-            "describing this user on the dimension, e.g.\n"
-            '{"reason": "In two tasks the user asked for ...", "label": "prefers step-by-step plans"}')
+    question = pool_entry.axis if pool_entry else f"What is the user's {dimension.replace('_', ' ')}?"
+    typical = f"\nAnswers might look like: {'; '.join(pool_entry.answer_space)}" if pool_entry else ""
+    body = (f"MEMORY\n{memory_json}\n\n"
+            f"QUESTION about the user ({category}: {dimension.replace('_', ' ')}): {question}{typical}\n\n"
+            "Reply with JSON only: first the memory evidence you used, then your answer as a short phrase "
+            "about this user (at most 12 words), in this shape:\n"
+            '{"reason": "<the evidence from the memory>", "label": "<short answer about the user, or unknown>"}')
     return [ChatMessage(role="system", content=SLOT_FILL_SYSTEM), ChatMessage(role="user", content=body)]
 
 
 JUDGE_SYSTEM = (
-    "You grade a reconstructed description of a user against the true one, on this scale:\n"
-    "0 = no match to the target; 0.25 = same topic but the central value is missing or wrong;\n"
-    "0.5 = partly right, with important omissions or the wrong level of abstraction;\n"
-    "0.75 = mostly right, minor detail missing or different wording; 1 = correct at the intended level.\n"
-    "A prediction of \"unknown\" scores 0."
+    "You grade a predicted description of a user against the true one. Judge meaning, not wording: "
+    "the same idea in other words is correct. Scale:\n"
+    "1 = same meaning as the true value;\n"
+    "0.75 = mostly the same, a minor detail missing;\n"
+    "0.5 = partly right: an important part missing, or too general / too specific;\n"
+    "0.25 = same topic, but the central point is missing or wrong;\n"
+    "0 = unrelated, contradicting, or \"unknown\"."
 )
 
 
 def judge_messages(target: BankEntry, predicted: str) -> list[ChatMessage]:
-    body = (f"DIMENSION: {target.dimension}\nTRUE VALUE: {target.short}\nEXPLANATION: {target.explanation}\n"
-            f"PREDICTION: {predicted}\n\n"
-            'Reply with JSON only, reason first, e.g. {"reason": "Both say ... but the prediction misses ...", '
-            '"score": 0.5}')
+    body = (f"DIMENSION: {target.dimension.replace('_', ' ')}\nTRUE VALUE: {target.short}\n"
+            f"EXPLANATION: {target.explanation}\nPREDICTION: {predicted}\n\n"
+            'Reply with JSON only, reason first, in this shape: {"reason": "<what matches and what is missing>", '
+            '"score": <0, 0.25, 0.5, 0.75 or 1>}')
     return [ChatMessage(role="system", content=JUDGE_SYSTEM), ChatMessage(role="user", content=body)]
 
 
@@ -123,8 +128,8 @@ def task_design_messages(task: str, target: BankEntry) -> list[ChatMessage]:
     body = (f"A user opens a conversation with this request:\n\"{task}\"\n\n"
             f"Hidden fact about the user ({target.dimension}): {target.short}. {target.explanation}\n\n"
             "Could an ordinary conversation about this request plausibly lead the user to reveal evidence "
-            "of the hidden fact? Reply with JSON only, e.g. "
-            '{"reason": "Planning a budget invites talk about ...", "can_invite": true}')
+            "of the hidden fact? Reply with JSON only, in this shape: "
+            '{"reason": "<why or why not>", "can_invite": <true or false>}')
     return [ChatMessage(role="system", content="You audit whether a benchmark task gives a hidden user "
                         "trait a fair chance to come up."), ChatMessage(role="user", content=body)]
 
@@ -133,8 +138,8 @@ def disclosure_messages(history: Sequence[Turn], target: BankEntry) -> list[Chat
     """Stage 1: did the dialogue carry enough evidence to reconstruct the target?"""
     body = (f"TRANSCRIPT\n{_transcript(history)}\n\nHidden fact ({target.dimension}): {target.short}. "
             f"{target.explanation}\n\nDid the user's messages reveal enough to reconstruct the hidden fact? "
-            "Quote the most telling words (or \"\" if none). Reply with JSON only, e.g. "
-            '{"evidence": "I always ...", "reason": "...", "disclosed": true}')
+            "Quote the user's most telling words (or \"\" if none). Reply with JSON only, in this shape: "
+            '{"evidence": "<quote>", "reason": "<why>", "disclosed": <true or false>}')
     return [ChatMessage(role="system", content="You check whether a conversation disclosed a fact about "
                         "the user."), ChatMessage(role="user", content=body)]
 
@@ -144,7 +149,7 @@ def elicitation_messages(history: Sequence[Turn], target: BankEntry) -> list[Cha
     body = (f"TRANSCRIPT\n{_transcript(history)}\n\nHidden fact ({target.dimension}): {target.short}.\n\n"
             "The fact was not disclosed. If the assistant never asked or steered toward this topic, answer "
             "agent_elicitation_failure. If the topic did come up but the user gave too little, answer "
-            'simulator_too_strict. Reply with JSON only, e.g. {"reason": "...", "label": '
-            '"agent_elicitation_failure"}')
+            'simulator_too_strict. Reply with JSON only, in this shape: {"reason": "<why>", "label": '
+            '"<agent_elicitation_failure or simulator_too_strict>"}')
     return [ChatMessage(role="system", content="You find out why a conversation did not disclose a fact "
                         "about the user."), ChatMessage(role="user", content=body)]

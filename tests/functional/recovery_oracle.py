@@ -32,8 +32,9 @@ def plan_for(dimensions: list[str]) -> None:
 
 
 def _dimension(text: str) -> str:
-    match = re.search(r"DIMENSION: (\w+)|Hidden fact \((\w+)\)|Hidden fact about the user \((\w+)\)", text)
-    return next(g for g in match.groups() if g) if match else ""
+    match = re.search(r"DIMENSION: ([\w ]+)\n|QUESTION about the user \([^:]+: ([\w ]+)\)|Hidden fact \((\w+)\)|"
+                      r"Hidden fact about the user \((\w+)\)", text)
+    return next(g for g in match.groups() if g).replace(" ", "_") if match else ""
 
 
 class RecoveryOracle:
@@ -62,9 +63,9 @@ class RecoveryOracle:
             dims = re.findall(r"^- (\w+):", last, flags=re.M)
             return "preference_judge", orjson.dumps({"reason": "fits", "ratings": [
                 {"dimension": d, "score": 4 + (i % 2)} for i, d in enumerate(dims)]}).decode()
-        if system.startswith("You reconstruct one fact"):
+        if system.startswith("You read an assistant's memory"):
             return "slot_filler", orjson.dumps({"reason": "from the memory", "label": "likes short checklists"}).decode()
-        if system.startswith("You grade a reconstructed"):
+        if system.startswith("You grade a predicted"):
             score = PLAN.get(_dimension(last), (1.0,))[0]
             return "recovery_judge", orjson.dumps({"reason": "compared", "score": score}).decode()
         if system.startswith("You audit whether a benchmark task"):
