@@ -6,6 +6,13 @@ STAMP  := $(VENV)/.memprobe-installed
 
 .PHONY: demo test install bench clean
 
+# The quick run: one sample user, three dimensions (preference, knowledge, episodic), nomem and
+# longctx_full, both access modes, attribution, on the embedded models (sessions/quick.toml).
+QUICK_DIMS := reply_layout,regional_geography_knowledge,low_point_episode
+QUICK_RUN  := recordings/quick-$(shell date +%Y%m%d-%H%M%S)
+QUICK_ARGS := --config sessions/quick.toml --users sim_01 --dims $(QUICK_DIMS) --systems nomem,longctx_full \
+              --max-turns 2 --agent-max-tokens 150 --simulator-max-tokens 120 --judge-max-tokens 150
+
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) not found; install Python 3.11 or run make PYTHON=/path/to/python3.11"; exit 2; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -17,15 +24,18 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/memprobe doctor --tier fast
-	$(BIN)/memprobe llm ask --model local:fast --record recordings/demo-ask \
-		"In one sentence: why should an assistant's long-term memory be audited?"
+	$(BIN)/memprobe doctor --tier 1.5b
+	$(BIN)/memprobe run --record $(QUICK_RUN) $(QUICK_ARGS)
+	$(BIN)/memprobe report $(QUICK_RUN) --csv $(QUICK_RUN)/report
+	@if [ -t 0 ] && [ -t 1 ]; then $(BIN)/memprobe replay $(QUICK_RUN); \
+	else echo "replay it in a terminal: $(BIN)/memprobe replay $(QUICK_RUN)"; fi
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
 
 bench: $(STAMP)
 	$(BIN)/python bench/recording.py
+	$(BIN)/python bench/engine.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache
