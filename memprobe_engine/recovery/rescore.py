@@ -184,3 +184,33 @@ async def _one(chat: Any, recorder: _ObservedRecorder, material: CaseMaterial, c
                                     mode=case.mode, stage0=stage0, on_text=on_text)
     return RescoreResult(case=case, label=fill.label, score=score.score, reason=score.reason, excluded=score.excluded,
                          original_score=material.original_score, attribution=label, events=recorder.emitted[first:])
+
+
+async def rescore_dimension(request: Any, sink: Any, *, llm_config: Any | None = None) -> None:
+    """The replay UI's re-run hook (``memprobe_engine.replay.RescoreFunction``): re-score one
+    (user, system, dimension) under the requested modes, streaming text, scores and stage verdicts
+    into ``sink``. Models come from ``llm_config`` or, by default, the environment
+    (``MEMPROBE_MODEL…``), which falls back to the embedded model."""
+    import os
+
+    from memprobe_engine.llm.cache import ResponseCache
+    from memprobe_engine.llm.client import ChatClient
+    from memprobe_engine.llm.config import load_llm_config
+
+    config = llm_config if llm_config is not None else load_llm_config(None, os.environ, [])
+    cases = [Case(request.user_id, request.system, request.dimension, mode) for mode in request.modes]
+
+    def on_event(event: Any) -> None:
+        if event.kind == "judge_score":
+            sink.score(event.mode, event.score, event.reason or event.excluded)
+        elif event.kind == "attribution_stage":
+            sink.stage(event.mode, event.stage, event.verdict, event.reason)
+        elif event.kind == "span_begin":
+            sink.note(event.name)
+
+    sink.note(f"models: slot_filler {config.spec_for('slot_filler').spec_string()}, "
+              f"recovery_judge {config.spec_for('recovery_judge').spec_string()}")
+    await rescore(request.recording, cases,
+                  chat_factory=lambda recorder: ChatClient(config, recorder, ResponseCache()),
+                  context_tokens=config.spec_for("slot_filler").context_tokens or 128_000,
+                  on_text=lambda stage, piece: sink.text(piece, stage), on_event=on_event)

@@ -1,0 +1,121 @@
+"""A memory store at one step, as rows to show: every item with its diff mark against the step
+before (added, updated, unchanged) plus the items that step deleted, and an item's history."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from memprobe_engine.memory.timeline import Items
+from memprobe_engine.replay.session import ReplaySession
+
+#: Native fields that group items, in order of preference (systems name them differently).
+GROUP_FIELDS: tuple[str, ...] = ("category", "collection", "type", "memory_type", "tags")
+#: Native fields that hold an item's text, in order of preference.
+TEXT_FIELDS: tuple[str, ...] = ("content", "memory", "text", "note", "value")
+#: Native fields that point at other items.
+LINK_FIELDS: tuple[str, ...] = ("links", "linked", "related", "neighbors", "parent_id")
+
+
+@dataclass(frozen=True)
+class StoreRow:
+    """One row of a store view; ``mark`` is "+" added, "~" updated, "-" deleted, " " unchanged."""
+
+    item_id: str
+    mark: str
+    item: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class StoreView:
+    """A store after ``after_seq`` compared with the store after ``before_seq``."""
+
+    user_id: str
+    system: str
+    before_seq: int
+    after_seq: int
+    rows: list[StoreRow]
+    size: int
+    added: int
+    updated: int
+    deleted: int
+
+    def groups(self) -> tuple[str | None, list[str]]:
+        """(grouping field, its values) for the category filter; (None, []) when items have none."""
+        for name in GROUP_FIELDS:
+            values = sorted({_group_value(r.item.get(name)) for r in self.rows if name in r.item})
+            if values:
+                return name, values
+        return None, []
+
+
+def _group_value(value: Any) -> str:
+    if isinstance(value, list):
+        return ",".join(str(v) for v in value)
+    return str(value)
+
+
+def item_text(item: dict[str, Any]) -> str:
+    """The item's main text (its first text-like native field), else all its fields."""
+    for name in TEXT_FIELDS:
+        if isinstance(item.get(name), str):
+            return str(item[name])
+    return ", ".join(f"{k}={v}" for k, v in item.items() if k != "id")
+
+
+def item_links(item: dict[str, Any]) -> list[str]:
+    out: list[str] = []
+    for name in LINK_FIELDS:
+        value = item.get(name)
+        if isinstance(value, list):
+            out += [str(v) for v in value]
+        elif isinstance(value, str) and value:
+            out.append(value)
+    return out
+
+
+def matches(row: StoreRow, group: tuple[str, str] | None, search: str) -> bool:
+    """Whether a row passes the category filter and the (case-insensitive) search text."""
+    if group is not None and _group_value(row.item.get(group[0])) != group[1]:
+        return False
+    if search:
+        needle = search.lower()
+        return needle in row.item_id.lower() or any(needle in str(v).lower() for v in row.item.values())
+    return True
+
+
+def diff_rows(before: Items, after: Items) -> list[StoreRow]:
+    rows = [StoreRow(i, "+" if i not in before else ("~" if before[i] != item else " "), item)
+            for i, item in after.items()]
+    rows += [StoreRow(i, "-", item) for i, item in before.items() if i not in after]
+    return rows
+
+
+def store_view(session: ReplaySession, user_id: str, system: str, after_seq: int, before_seq: int) -> StoreView:
+    """Rebuild both stores and compare them (may scan the recording once: run it in a worker)."""
+    after = session.store_at(user_id, system, after_seq)
+    before = session.store_at(user_id, system, before_seq) if before_seq >= 0 else {}
+    rows = diff_rows(before, after)
+    count = {mark: sum(1 for r in rows if r.mark == mark) for mark in "+~-"}
+    return StoreView(user_id, system, before_seq, after_seq, rows, len(after), count["+"], count["~"], count["-"])
+
+
+def item_history(session: ReplaySession, user_id: str, system: str, item_id: str,
+                 upto_seq: int | None = None) -> list[Any]:
+    """Every memory op of the store that touched ``item_id`` (up to ``upto_seq``), oldest first."""
+    out = []
+    for seq in session.memory_seqs(user_id, system):
+        if upto_seq is not None and seq > upto_seq:
+            break
+        line = session.line_of_seq(seq)
+        if line is None:
+            continue
+        raw = session.raw(line)
+        if f'"{item_id}"'.encode() not in raw and b'"op":"reset"' not in raw and b"memory_snapshot" not in raw:
+            continue  # cheap byte test first: most ops of a big store touch other items
+        event = session.event_or_none(line)
+        if event is None:
+            continue
+        if event.kind == "memory_snapshot" or item_id in getattr(event, "item_ids", []) or event.op == "reset":
+            out.append(event)
+    return out

@@ -1,0 +1,183 @@
+"""The run overview's numbers, computed from the run index (no extra pass over the recording).
+
+Per unit (user × system): recovery score B under each access mode (category-balanced: the mean of
+per-category means of the judge scores), task completion A (% of episodes the simulator marked
+satisfied), mean turns C, preference D (/5: per-turn judge means averaged per episode, then over
+episodes) and the memory footprint E. Per system: means over users, A pooled over episodes.
+
+These follow ``memprobe_engine.report.tables.table2`` so the overview and the report agree: each
+cell counts its *current* outcome — the latest re-score where one exists (the original stays on
+record and the inspector shows both), and only the latest attempt of a unit that was re-run.
+Excluded scores (unparseable output, store overflow) are left out of the means and counted.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from statistics import fmean
+from typing import Any
+
+from memprobe_engine.replay.session import ReplaySession
+
+MODES: tuple[str, ...] = ("dump_all", "retrieve")
+CellKey = tuple[str, str, str, str]  # user, system, dimension, mode
+
+
+@dataclass(frozen=True)
+class ScorePair:
+    """A dimension's original judge score and, when it was re-run, the latest re-score."""
+
+    original: dict[str, Any] | None
+    latest: dict[str, Any] | None = None
+    rescores: int = 0
+
+
+@dataclass
+class UnitScores:
+    """The overview numbers of one user × system (None where the run has not produced them yet)."""
+
+    user_id: str
+    system: str
+    b: dict[str, float | None] = field(default_factory=dict)  # mode -> B
+    scored: dict[str, int] = field(default_factory=dict)  # mode -> judged dimensions
+    excluded: dict[str, int] = field(default_factory=dict)
+    overflow: dict[str, int] = field(default_factory=dict)
+    rescored: int = 0
+    episodes: int = 0
+    satisfied: int = 0
+    a: float | None = None
+    c: float | None = None
+    d: float | None = None
+    items: int | None = None
+    chars: float | None = None
+
+
+@dataclass
+class ScoreBoard:
+    """All unit scores plus per-system means; ``pairs`` gives every (original, latest) judge score."""
+
+    units: dict[tuple[str, str], UnitScores]
+    pairs: dict[CellKey, ScorePair]
+    categories: dict[tuple[str, str], str]  # (user, dimension) -> category
+
+    def system_means(self, system: str) -> UnitScores:
+        rows = [u for (_, s), u in self.units.items() if s == system]
+        out = UnitScores(user_id="all", system=system)
+        for mode in MODES:
+            out.b[mode] = _mean([u.b.get(mode) for u in rows])
+            out.excluded[mode] = sum(u.excluded.get(mode, 0) for u in rows)
+            out.overflow[mode] = sum(u.overflow.get(mode, 0) for u in rows)
+            out.scored[mode] = sum(u.scored.get(mode, 0) for u in rows)
+        out.episodes, out.satisfied = sum(u.episodes for u in rows), sum(u.satisfied for u in rows)
+        out.a = 100.0 * out.satisfied / out.episodes if out.episodes else None
+        out.c, out.d = _mean([u.c for u in rows]), _mean([u.d for u in rows])
+        items = [float(u.items) for u in rows if u.items is not None]
+        out.items = round(fmean(items)) if items else None
+        out.chars = _mean([u.chars for u in rows])
+        out.rescored = sum(u.rescored for u in rows)
+        return out
+
+    def headline(self) -> dict[str, float | None]:
+        """B per mode over every unit of the run (mean of system means): the browser's one number."""
+        systems = sorted({s for _, s in self.units})
+        return {mode: _mean([self.system_means(s).b.get(mode) for s in systems]) for mode in MODES}
+
+
+def _mean(values: list[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return fmean(present) if present else None
+
+
+def category_map(session: ReplaySession) -> dict[tuple[str, str], str]:
+    """(user, dimension) -> category, from episode and recovery-dimension span attributes."""
+    out: dict[tuple[str, str], str] = {}
+    with session.index.lock:
+        spans = list(session.index.spans.values())
+    for span in spans:
+        if span.kind in ("episode", "dimension") and span.user_id and "category" in span.attrs:
+            dim = span.attrs.get("dimension") or span.dimension
+            if dim:
+                out[(span.user_id, str(dim))] = str(span.attrs["category"])
+    return out
+
+
+def score_pairs(session: ReplaySession) -> dict[CellKey, ScorePair]:
+    """Every judged (user, system, dimension, mode) with its original and latest re-score."""
+    originals: dict[CellKey, dict[str, Any]] = {}
+    by_seq: dict[int, CellKey] = {}
+    rescores: dict[CellKey, list[dict[str, Any]]] = defaultdict(list)
+    with session.index.lock:
+        judged = list(session.index.events("judge_score"))
+    for event in judged:
+        key = (str(event.get("user_id")), str(event.get("system")), str(event.get("dimension")),
+               str(event.get("mode")))
+        if event.get("rescore_of") is None:
+            originals[key] = event  # a re-run unit scores again: its latest attempt is the original
+            by_seq[int(event["seq"])] = key
+        else:
+            rescores[by_seq.get(int(event["rescore_of"]), key)].append(event)
+    keys = list(originals) + [k for k in rescores if k not in originals]
+    return {k: ScorePair(originals.get(k), rescores[k][-1] if rescores.get(k) else None, len(rescores.get(k, [])))
+            for k in keys}
+
+
+def score_board(session: ReplaySession) -> ScoreBoard:
+    """Compute every overview number from the current index (cheap: only indexed events)."""
+    with session.index.lock:
+        return _score_board(session)
+
+
+def _score_board(session: ReplaySession) -> ScoreBoard:
+    index = session.index
+    categories = category_map(session)
+    pairs = score_pairs(session)
+    units: dict[tuple[str, str], UnitScores] = {}
+
+    def unit(event: dict[str, Any]) -> UnitScores | None:
+        user, system = event.get("user_id"), event.get("system")
+        if not user or not system:
+            return None
+        return units.setdefault((user, system), UnitScores(user_id=user, system=system))
+
+    for key in index.units:
+        units.setdefault(key, UnitScores(user_id=key[0], system=key[1]))
+    per_cat: dict[tuple[str, str, str], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for (user, system, dim, mode), pair in pairs.items():
+        row = units.setdefault((user, system), UnitScores(user_id=user, system=system))
+        row.rescored += pair.rescores
+        current = pair.latest or pair.original
+        score = current.get("score") if current else None
+        if score is None:
+            row.excluded[mode] = row.excluded.get(mode, 0) + 1
+            continue
+        row.scored[mode] = row.scored.get(mode, 0) + 1
+        per_cat[(user, system, mode)][categories.get((user, dim), "?")].append(float(score))
+    for (user, system, mode), cats in per_cat.items():
+        units[(user, system)].b[mode] = fmean(fmean(v) for v in cats.values())
+    for fill in index.events("slot_fill"):
+        if fill.get("overflow") and (found := unit(fill)) is not None:
+            mode = str(fill.get("mode"))
+            found.overflow[mode] = found.overflow.get(mode, 0) + 1
+    latest = {key: attempts[-1] for key, attempts in index.units.items()}
+    ends: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    for end in index.events("episode_end"):
+        if (found := unit(end)) is not None and index.unit_of(end.get("span_id")) == latest.get(
+                (found.user_id, found.system)):
+            ends[(found.user_id, found.system)].append(end)
+    for key, rows in ends.items():
+        units[key].episodes = len(rows)
+        units[key].satisfied = sum(e.get("end_reason") == "satisfied" for e in rows)
+        units[key].a = 100.0 * units[key].satisfied / len(rows)
+        units[key].c = fmean(float(e.get("turns", 0)) for e in rows)
+    per_episode: dict[str, list[float]] = defaultdict(list)
+    for (unit_span, _), (total, count) in index.preference.items():
+        if count:
+            per_episode[unit_span].append(total / count)
+    for key, span_id in latest.items():
+        if per_episode.get(span_id):
+            units[key].d = fmean(per_episode[span_id])
+    for foot in index.events("memory_footprint"):
+        if (found := unit(foot)) is not None:  # the last footprint of a unit wins (end of trajectory)
+            found.items, found.chars = int(foot.get("n_items", 0)), float(foot.get("mean_chars", 0.0))
+    return ScoreBoard(units=units, pairs=pairs, categories=categories)

@@ -1,0 +1,67 @@
+"""The two commands the ``memprobe`` CLI registers: ``replay RECORDING`` and ``tui [DIR]``.
+
+Bad input ends with the engine's one-line message naming the path (exit status 2), never a
+traceback; the recording is opened before the app starts so that message reaches a normal terminal.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+
+from memprobe_engine.errors import MemProbeError
+
+NO_COLOR_HELP = "Monochrome output (also honoured: the NO_COLOR environment variable)."
+
+
+def _fail(err: MemProbeError) -> None:
+    Console(stderr=True, highlight=False, soft_wrap=True).print(f"[bold red]error:[/] {err}", markup=True)
+    raise typer.Exit(2)
+
+
+MODEL_HELP = ("ROLE=SPEC for live re-runs (slot_filler, recovery_judge, attribution_judge; repeatable); "
+              "default: MEMPROBE_MODEL… or the embedded model.")
+
+
+def replay(recording: Annotated[Path, typer.Argument(help="A recording folder (holds header.json and events.jsonl).")],
+           no_color: Annotated[bool, typer.Option("--no-color", help=NO_COLOR_HELP)] = False,
+           model: Annotated[Optional[list[str]], typer.Option(help=MODEL_HELP)] = None,
+           config: Annotated[Optional[Path], typer.Option(help="TOML config with [models] for re-runs.")] = None,
+           ) -> None:
+    """Replay one recording: run overview, transcripts, memory time travel, dimension inspector."""
+    import functools
+    import os
+
+    from memprobe_engine.llm.config import load_llm_config
+    from memprobe_engine.recovery.rescore import rescore_dimension
+    from memprobe_engine.replay import ReplaySession
+    from memprobe_tui.app import MemProbeApp
+
+    try:
+        llm_config = load_llm_config(config, os.environ, list(model or []))
+        session = ReplaySession.open(recording)
+    except MemProbeError as err:
+        _fail(err)
+        return
+    try:
+        MemProbeApp(session=session, no_color=no_color,
+                    rescore=functools.partial(rescore_dimension, llm_config=llm_config)).run()
+    finally:
+        session.close()
+
+
+def tui(directory: Annotated[Path, typer.Argument(help="A folder of recordings.")] = Path("recordings"),
+        no_color: Annotated[bool, typer.Option("--no-color", help=NO_COLOR_HELP)] = False) -> None:
+    """Browse the recordings in a folder, newest first, and replay any of them."""
+    from memprobe_engine.replay import list_recordings
+    from memprobe_tui.app import MemProbeApp
+
+    try:
+        list_recordings(directory)  # fail here, with the path named, on a missing or foreign folder
+    except MemProbeError as err:
+        _fail(err)
+        return
+    MemProbeApp(folder=directory, no_color=no_color).run()

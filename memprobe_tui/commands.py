@@ -1,0 +1,55 @@
+"""Command palette (Ctrl+P): jump to any unit's transcript or memory store, or any dimension."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+from typing import cast
+
+from textual.command import DiscoveryHit, Hit, Hits, Provider
+
+from memprobe_engine.replay import ReplaySession, units
+from memprobe_engine.replay.scores import category_map
+from memprobe_tui.navigation import Navigator
+
+Candidate = tuple[str, Callable[[], None], str]
+
+
+class ReplayCommands(Provider):
+    """Candidates are built once per palette opening (``startup``), from the run index."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self._candidates: list[Candidate] = []
+
+    async def startup(self) -> None:
+        session = getattr(self.screen, "session", None)
+        if not isinstance(session, ReplaySession):
+            return
+        nav = cast(Navigator, self.app)
+        found: list[Candidate] = []
+        unit_list = units(session)
+        for unit in unit_list:
+            cell = f"{unit.user_id} × {unit.system}"
+            found.append((f"transcript {cell}", partial(nav.open_transcript, session, unit.user_id, unit.system),
+                          f"step through the turns of {cell} ({unit.status})"))
+            found.append((f"memory store {cell}", partial(nav.open_memory, session, unit.user_id, unit.system, None),
+                          f"the final store of {cell}"))
+        systems_of = {u.user_id: [x.system for x in unit_list if x.user_id == u.user_id] for u in unit_list}
+        for (user_id, dimension), category in sorted(category_map(session).items()):
+            for system in systems_of.get(user_id, []):
+                found.append((f"dimension {user_id} × {system} · {dimension}",
+                              partial(nav.open_dimension, session, user_id, system, dimension),
+                              f"{category}: target, scores, attribution, re-run"))
+        self._candidates = found
+
+    async def discover(self) -> Hits:
+        for name, run, help_text in self._candidates[:20]:
+            yield DiscoveryHit(name, run, help=help_text)
+
+    async def search(self, query: str) -> Hits:
+        matcher = self.matcher(query)
+        for name, run, help_text in self._candidates:
+            score = matcher.match(name)
+            if score > 0:
+                yield Hit(score, matcher.highlight(name), run, help=help_text)

@@ -1,0 +1,64 @@
+"""Messages that workers post to screens. Workers never touch widgets: they compute in a thread (or
+await the engine) and post one of these; the screen's handler, on the UI thread, updates widgets."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual.message import Message
+
+
+class IndexProgress(Message):
+    """The index pass has covered ``done`` of ``total`` lines."""
+
+    def __init__(self, done: int, total: int) -> None:
+        super().__init__()
+        self.done, self.total = done, total
+
+
+class Loaded(Message):
+    """A worker finished computing ``data`` for the view called ``what`` (screens dispatch on it)."""
+
+    def __init__(self, what: str, data: Any) -> None:
+        super().__init__()
+        self.what, self.data = what, data
+
+
+class RecordingGrew(Message):
+    """A followed recording has ``added`` new events; screens showing it redraw."""
+
+    def __init__(self, added: int) -> None:
+        super().__init__()
+        self.added = added
+
+
+class RescoreText(Message):
+    """A piece of streamed re-score output (from ``stage``), or a progress note (``note=True``)."""
+
+    def __init__(self, text: str, note: bool = False, stage: str | None = None) -> None:
+        super().__init__()
+        self.text, self.note, self.stage = text, note, stage
+
+
+class RescoreStage(Message):
+    """An attribution stage of a running re-score finished."""
+
+    def __init__(self, mode: str, stage: int, verdict: str, reason: str | None) -> None:
+        super().__init__()
+        self.mode, self.stage, self.verdict, self.reason = mode, stage, verdict, reason
+
+
+class RescoreScore(Message):
+    """A running re-score produced a new judge score for ``mode``."""
+
+    def __init__(self, mode: str, score: float | None, reason: str | None) -> None:
+        super().__init__()
+        self.mode, self.score, self.reason = mode, score, reason
+
+
+class RescoreFinished(Message):
+    """The re-score worker ended: ``outcome`` is done, cancelled or failed."""
+
+    def __init__(self, outcome: str) -> None:
+        super().__init__()
+        self.outcome = outcome

@@ -1,0 +1,31 @@
+"""What screens may ask of the app: open another screen. A Protocol, so screens do not import the
+app module (which imports them) and calls stay type-checked."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Protocol
+
+from memprobe_engine.replay import ReplaySession, RescoreFunction
+
+if TYPE_CHECKING:
+    from textual.screen import Screen
+
+
+class Navigator(Protocol):
+    """Implemented by :class:`memprobe_tui.app.MemProbeApp`."""
+
+    rescore: RescoreFunction | None
+
+    def open_overview(self, session: ReplaySession) -> None: ...
+
+    def open_transcript(self, session: ReplaySession, user_id: str, system: str,
+                        at: tuple[int, int] | None = None) -> None: ...
+
+    def switch_transcript(self, screen: Screen[None], system: str, at: tuple[int, int]) -> None: ...
+
+    def open_memory(self, session: ReplaySession, user_id: str, system: str,
+                    seqs: tuple[int, int] | None) -> None: ...
+
+    def open_dimension(self, session: ReplaySession, user_id: str, system: str, dimension: str | None) -> None: ...
+
+    def open_llm_call(self, session: ReplaySession, seq: int) -> None: ...

@@ -1,0 +1,119 @@
+"""Rich renderings of engine objects for the detail panes: an event, an LLM call, a store item.
+
+Plain functions from engine data to lists of Rich ``Text`` lines, so screens stay about layout and
+keys, and a rendering can be tested without an app.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from rich.text import Text
+
+from memprobe_engine.replay import LLMCallView, describe, detail_lines
+from memprobe_engine.replay.memory_view import item_links
+
+Lines = list[Text]
+_ENVELOPE = ("seq:", "kind:", "time:", "span_id:", "parent_span_id:", "user_id:", "system:", "dimension:")
+
+
+def heading(text: str) -> Text:
+    return Text(text, style="bold underline")
+
+
+def field(name: str, value: Any, style: str = "") -> Text:
+    text = Text()
+    text.append(f"{name}: ", style="bold")
+    text.append(value if isinstance(value, str) else orjson.dumps(value).decode(), style=style)
+    return text
+
+
+def pretty(value: Any) -> Text:
+    return Text(orjson.dumps(value, option=orjson.OPT_INDENT_2).decode())
+
+
+def event_detail(event: Any) -> Lines:
+    """The full content of one event, the interesting fields first."""
+    _, summary = describe(event)
+    lines: Lines = [Text(f"{event.kind} · seq {event.seq}", style="bold")]
+    kind = event.kind
+    if kind == "message":
+        role = event.role + (f" ({event.feedback_type}{', done' if event.is_done else ''})" if event.feedback_type else "")
+        lines += [Text(role, style="bold"), Text(event.content)]
+    elif kind == "retrieval":
+        lines += [field("purpose", event.purpose or "search"), field("query", event.query), field("k", event.k)]
+        scores = list(event.scores) + [None] * len(event.item_ids)
+        lines += [Text(f"  {i}  {'' if s is None else f'{s:.3f}'}", style="magenta")
+                  for i, s in zip(event.item_ids, scores)] or [Text("  (nothing returned)", style="dim")]
+        lines.append(Text("m: the store at this step shows these items", style="dim"))
+    elif kind == "memory_op":
+        lines += [field("op", event.op, "green"), field("items", ", ".join(event.item_ids) or "—")]
+        if event.note:
+            lines.append(field("note", event.note))
+        lines.append(heading("patch"))
+        lines += [Text(f"{op['op']:<7} {op['path']}", style="green") for op in event.patch]
+        lines += [pretty(op["value"]) for op in event.patch if "value" in op and isinstance(op["value"], dict)]
+    elif kind == "llm_call":
+        lines += [Text(summary), field("request", event.request_hash)]
+        if event.response_text:
+            lines += [heading("response"), Text(event.response_text)]
+        if event.error:
+            lines.append(field("error", event.error, "bold red"))
+        lines.append(Text("Enter: full request, params and retries", style="dim"))
+    else:
+        lines += [Text(line) for line in detail_lines(event) if not line.startswith(_ENVELOPE)]
+    # Where the event sits comes last: the title bar already says which user, system and step.
+    lines.append(Text(f"span {event.span_id} ← {event.parent_span_id} · time {event.time:.3f}", style="dim"))
+    return lines
+
+
+def call_detail(view: LLMCallView) -> Lines:
+    """Everything recorded about an LLM call, request resolved from payloads."""
+    e = view.event
+    usage = f"{e.usage.prompt_tokens} prompt + {e.usage.completion_tokens} completion tokens"
+    lines: Lines = [field("role", e.role), field("model", f"{e.model} ({e.backend})"), field("tokens", usage),
+                    field("latency", f"{e.latency_s:.3f} s"),
+                    field("cache hit", "yes" if e.cache_hit else "no", "green" if e.cache_hit else ""),
+                    field("request hash", e.request_hash), field("params", e.params)]
+    if e.replica:
+        lines.append(field("replica", e.replica))
+    if e.retries:
+        lines.append(heading(f"retries ({len(e.retries)})"))
+        lines += [Text(f"  attempt {r.attempt}: {r.error} (waited {r.wait_s:g} s)", style="yellow") for r in e.retries]
+    if e.repairs:
+        lines.append(field("structured-output repairs", e.repairs, "yellow"))
+    if e.error:
+        lines.append(field("error", e.error, "bold red"))
+    if e.excluded:
+        lines.append(field("excluded", e.excluded, "bold yellow"))
+    lines.append(heading(f"request ({len(view.messages)} messages)"))
+    for message in view.messages:
+        ref = f"  [payload {message.ref[:19]}…]" if message.ref else ""
+        lines += [Text(f"── {message.role}{ref}", style="bold cyan"), Text(message.content)]
+    if view.schema is not None:
+        lines += [heading("response schema"), pretty(view.schema)]
+    lines += [heading("response"), Text(e.response_text or "(no text)")]
+    if e.parsed is not None:
+        lines += [heading("parsed"), pretty(e.parsed)]
+    if view.missing:
+        lines.append(Text(f"missing payloads: {', '.join(view.missing)}", style="bold red"))
+    return lines
+
+
+def item_detail(item_id: str, item: dict[str, Any] | None, mark: str, history: list[Any] | None) -> Lines:
+    """An item's native fields, the items it links to, and the ops that touched it."""
+    if item is None:
+        return [Text(f"{item_id}: not in the store at this step", style="dim")]
+    state = {"+": " — added at this step", "~": " — updated at this step", "-": " — deleted at this step"}
+    lines: Lines = [Text(f"{item_id}{state.get(mark, '')}", style="bold")]
+    lines += [field(k, v) for k, v in item.items() if k != "id"]
+    links = item_links(item)
+    if links:
+        lines.append(field("links", " → ".join(links), "cyan"))
+    if history is None:
+        lines.append(Text("history: loading…", style="dim"))
+    else:
+        lines.append(heading(f"history ({len(history)} ops)"))
+        lines += [Text(f"  seq {ev.seq:<8} {getattr(ev, 'op', ev.kind):<8} {ev.note or ''}") for ev in history]
+    return lines

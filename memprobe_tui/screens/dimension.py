@@ -1,0 +1,224 @@
+"""Dimension inspector: one (user, system, dimension) — target and explanation, its task, the turns
+that carried evidence, slot-fill and judge under both access modes, retrieved top-k with scores,
+attribution stages — and the re-run panel.
+
+The re-run is a separate hook: an exclusive async worker awaits the engine's re-score function
+(:data:`memprobe_engine.replay.RescoreFunction`) with a sink that turns its output into messages;
+Escape cancels it. New scores show beside the originals as they arrive; when the re-score ends the
+screen re-reads the recording, where the engine appended them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, ClassVar
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.message import Message
+
+from memprobe_engine.replay import (DimensionDetail, ReplaySession, RescoreFunction, RescoreRequest,
+                                    dimension_detail, systems, unit_dimensions)
+from memprobe_tui.messages import Loaded, RescoreFinished, RescoreScore, RescoreStage, RescoreText
+from memprobe_tui.render_dimension import dimension_lines
+from memprobe_tui.screens.base import ReplayScreen
+from memprobe_tui.widgets.detail_log import DetailLog
+from memprobe_tui.widgets.rerun_panel import RerunPanel
+
+
+class MessageSink:
+    """A :class:`memprobe_engine.replay.RescoreSink` that posts to a screen (safe from any thread)."""
+
+    def __init__(self, screen: ReplayScreen) -> None:
+        self._post = screen.post_message
+
+    def _send(self, message: Message) -> None:
+        self._post(message)
+
+    def text(self, piece: str, stage: str | None = None) -> None:
+        self._send(RescoreText(piece, stage=stage))
+
+    def note(self, message: str) -> None:
+        self._send(RescoreText(message, note=True))
+
+    def stage(self, mode: str, stage: int, verdict: str, reason: str | None) -> None:
+        self._send(RescoreStage(mode, stage, verdict, reason))
+
+    def score(self, mode: str, score: float | None, reason: str | None) -> None:
+        self._send(RescoreScore(mode, score, reason))
+
+
+class DimensionScreen(ReplayScreen):
+    """``dimension`` None opens the unit's first dimension."""
+
+    DEFAULT_CSS = """
+    DimensionScreen DetailLog { height: 1fr; border-top: none; }
+    """
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("r", "rerun", "Re-run", id="dimension.rerun"),
+        Binding("right_square_bracket", "next_dimension(1)", "Dim", key_display="[/]", id="dimension.next"),
+        Binding("left_square_bracket", "next_dimension(-1)", "Prev dim", show=False, id="dimension.prev"),
+        Binding("s", "switch_system", "System", id="dimension.system"),
+        Binding("t", "task", "Task", id="dimension.task"),
+        Binding("e", "evidence", "Evidence", id="dimension.evidence"),
+        Binding("c", "judge_call", "Judge call", id="dimension.call"),
+        Binding("j,down", "scroll(1)", "Down", show=False, id="dimension.down"),
+        Binding("k,up", "scroll(-1)", "Up", show=False, id="dimension.up"),
+    ]
+
+    def __init__(self, session: ReplaySession, user_id: str, system: str, dimension: str | None) -> None:
+        super().__init__(session)
+        self.session: ReplaySession = session
+        self.user_id, self.system, self.dimension = user_id, system, dimension
+        self.detail: DimensionDetail | None = None
+        self.live: dict[str, dict[str, Any]] = {}
+
+    def compose(self) -> ComposeResult:
+        yield from self.compose_top()
+        yield DetailLog(id="dimension")
+        yield RerunPanel(id="rerun")
+        yield from self.compose_bottom()
+
+    def on_mount(self) -> None:
+        if self.dimension is None:
+            names = unit_dimensions(self.session, self.user_id, self.system)
+            self.dimension = names[0] if names else None
+        self.reload()
+
+    def reload(self) -> None:
+        super().reload()
+        if self.dimension is None:
+            self.set_title(f"{self.user_id} × {self.system} · no dimensions recorded yet")
+            return
+        self.set_title(f"{self.user_id} × {self.system} · {self.dimension} · loading…")
+        self._load(self.dimension)
+
+    @work(thread=True, exclusive=True, group="load", exit_on_error=False, name="dimension detail")
+    def _load(self, dimension: str) -> None:
+        self.post_message(Loaded("dimension", dimension_detail(self.session, self.user_id, self.system, dimension)))
+
+    @on(Loaded)
+    def _loaded(self, message: Loaded) -> None:
+        self.detail = message.data
+        self._draw()
+
+    def _draw(self) -> None:
+        if self.detail is None:
+            return
+        d = self.detail
+        self.set_title(f"{d.user_id} × {d.system} · {d.dimension} ({d.category})")
+        log = self.query_one(DetailLog)
+        offset = log.scroll_offset
+        log.show(dimension_lines(d, self.live))
+        log.scroll_to(offset.x, offset.y, animate=False)
+
+    # -- re-run --------------------------------------------------------------------------------
+    def rerun_running(self) -> bool:
+        return any(w.group == "rescore" and w.is_running for w in self.workers)
+
+    def action_rerun(self) -> None:
+        rescore = self.nav.rescore
+        if rescore is None:
+            self.notify("Re-score is not available in this build: memprobe_engine.recovery.rescore."
+                        "rescore_dimension was not found.", severity="warning")
+            return
+        if self.dimension is None or self.rerun_running():
+            return
+        self.live = {}
+        self.query_one(RerunPanel).start(f"re-score {self.dimension}")
+        self._rerun(rescore, RescoreRequest(self.session.directory, self.user_id, self.system, self.dimension))
+
+    @work(exclusive=True, group="rescore", exit_on_error=False, name="re-score")
+    async def _rerun(self, rescore: RescoreFunction, request: RescoreRequest) -> None:
+        try:
+            await rescore(request, MessageSink(self))
+        except asyncio.CancelledError:
+            self.post_message(RescoreFinished("cancelled"))
+            raise
+        except Exception as err:
+            self.post_message(RescoreFinished(f"failed: {err}"))
+            raise  # the screen's Worker.StateChanged handler reports it
+        self.post_message(RescoreFinished("done"))
+
+    @on(RescoreText)
+    def _rescore_text(self, message: RescoreText) -> None:
+        panel = self.query_one(RerunPanel)
+        if message.note:
+            panel.line(message.text)
+        else:
+            panel.write(message.text, message.stage)
+
+    @on(RescoreStage)
+    def _rescore_stage(self, message: RescoreStage) -> None:
+        self.live.setdefault(message.mode, {}).setdefault("stages", []).append((message.stage, message.verdict))
+        self.query_one(RerunPanel).line(f"[{message.mode}] stage {message.stage}: {message.verdict}")
+        self._draw()
+
+    @on(RescoreScore)
+    def _rescore_score(self, message: RescoreScore) -> None:
+        self.live.setdefault(message.mode, {}).update(score=message.score, reason=message.reason)
+        self.query_one(RerunPanel).line(f"[{message.mode}] new score: {message.score}")
+        self._draw()
+
+    @on(RescoreFinished)
+    def _rescore_finished(self, message: RescoreFinished) -> None:
+        panel = self.query_one(RerunPanel)
+        panel.status(f"re-score {message.outcome}" + (" — scores appended to the recording" if message.outcome == "done"
+                                                      else ""))
+        if message.outcome == "done":
+            self._pick_up()
+
+    @work(thread=True, exclusive=True, group="follow", exit_on_error=False, name="read re-score")
+    def _pick_up(self) -> None:
+        self.session.follow()  # the engine appended the re-score's events: index them, then redraw
+        if self.dimension is not None:
+            self.post_message(Loaded("dimension", dimension_detail(self.session, self.user_id, self.system,
+                                                                   self.dimension)))
+
+    def action_back(self) -> None:
+        if self.rerun_running():
+            self.workers.cancel_group(self, "rescore")  # Esc cancels the re-run first
+            return
+        super().action_back()
+
+    # -- navigation ----------------------------------------------------------------------------
+    def action_scroll(self, delta: int) -> None:
+        log = self.query_one(DetailLog)
+        log.scroll_to(y=max(0, log.scroll_y + delta * 3), animate=False)
+
+    def action_next_dimension(self, delta: int) -> None:
+        names = unit_dimensions(self.session, self.user_id, self.system)
+        if names and self.dimension in names:
+            self.dimension = names[(names.index(self.dimension) + delta) % len(names)]
+            self.live = {}
+            self.reload()
+
+    def action_switch_system(self) -> None:
+        names = systems(self.session)
+        if len(names) > 1:
+            self.system = names[(names.index(self.system) + 1) % len(names)] if self.system in names else names[0]
+            self.live = {}
+            self.reload()
+
+    def action_task(self) -> None:
+        if self.detail is not None and self.detail.episode is not None:
+            self.nav.open_transcript(self.session, self.user_id, self.system,
+                                     (self.detail.episode.task_index, 0))
+
+    def action_evidence(self) -> None:
+        if self.detail is not None and self.detail.evidence_turns:
+            first = self.detail.evidence_turns[0]
+            self.nav.open_transcript(self.session, self.user_id, self.system,
+                                     (first.task_index, first.turn))
+
+    def action_judge_call(self) -> None:
+        if self.detail is None:
+            return
+        seqs = [m.judge.call_seq for m in self.detail.modes.values() if m.judge is not None and m.judge.call_seq]
+        seqs = seqs or [s for m in self.detail.modes.values() for s in m.call_seqs]
+        if seqs:
+            self.nav.open_llm_call(self.session, seqs[0])
+        else:
+            self.notify("No LLM call is recorded for this dimension.")

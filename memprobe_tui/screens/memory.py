@@ -1,0 +1,213 @@
+"""Memory store at a step: the store of one system rebuilt at any point of the recording (time
+travel through the engine's StoreTimeline), diffed against the step before — added, updated and
+deleted items highlighted — with a category filter, search, and an item's fields, links and history.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.widgets import DataTable, Input, Static
+
+from memprobe_engine.replay import ReplaySession, StepRef, episodes, step_seq_range
+from memprobe_engine.replay.memory_view import StoreView, item_history, matches, store_view
+from memprobe_tui.messages import Loaded
+from memprobe_tui.render import item_detail
+from memprobe_tui.screens.base import ReplayScreen
+from memprobe_tui.widgets.detail_log import DetailLog
+from memprobe_tui.widgets.store_table import StoreTable
+
+
+class MemoryScreen(ReplayScreen):
+    """``seqs`` = (before, after): show the store after seq ``after`` diffed against ``before``.
+    None shows the final store against the one before its last operation."""
+
+    DEFAULT_CSS = """
+    MemoryScreen #info { height: 1; padding: 0 1; color: $text-muted; }
+    MemoryScreen #search { display: none; height: 3; }
+    MemoryScreen #search.shown { display: block; }
+    MemoryScreen StoreTable { height: 1fr; }
+    MemoryScreen DetailLog { height: 8; }
+    """
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("n", "step_turn(1)", "Turn", key_display="n/p", id="memory.next_turn"),
+        Binding("p", "step_turn(-1)", "Prev turn", show=False, id="memory.prev_turn"),
+        Binding("right_square_bracket", "step_op(1)", "Op", key_display="[/]", id="memory.next_op"),
+        Binding("left_square_bracket", "step_op(-1)", "Prev op", show=False, id="memory.prev_op"),
+        Binding("f", "cycle_group", "Category", id="memory.filter"),
+        Binding("slash", "search", "Search", id="memory.search"),
+        Binding("c", "changes_only", "Changes", id="memory.changes"),
+        Binding("j", "cursor(1)", "Down", show=False, id="memory.down"),
+        Binding("k", "cursor(-1)", "Up", show=False, id="memory.up"),
+    ]
+
+    def __init__(self, session: ReplaySession, user_id: str, system: str, seqs: tuple[int, int] | None) -> None:
+        super().__init__(session)
+        self.session: ReplaySession = session
+        self.user_id, self.system, self.seqs = user_id, system, seqs
+        self.view: StoreView | None = None
+        self.op_seqs: list[int] | None = None
+        self.group: tuple[str, str] | None = None
+        self.search = ""
+        self.changes_only = False
+        self.history: dict[str, list[Any]] = {}
+
+    def compose(self) -> ComposeResult:
+        yield from self.compose_top()
+        yield Static("", id="info")
+        yield Input(placeholder="search item ids and fields (Enter keeps, Esc clears)", id="search")
+        yield StoreTable(id="store")
+        yield DetailLog(id="detail")
+        yield from self.compose_bottom()
+
+    def on_mount(self) -> None:
+        self.set_title(f"{self.system} store · {self.user_id} · rebuilding…")
+        self.query_one(StoreTable).focus()
+        self.reload()
+
+    def reload(self) -> None:
+        super().reload()
+        self._load(self.seqs)
+
+    # -- loading -------------------------------------------------------------------------------
+    @work(thread=True, exclusive=True, group="store", exit_on_error=False, name="store rebuild")
+    def _load(self, seqs: tuple[int, int] | None) -> None:
+        op_seqs = self.session.memory_seqs(self.user_id, self.system)
+        if seqs is None:
+            seqs = (op_seqs[-2] if len(op_seqs) > 1 else -1, op_seqs[-1] if op_seqs else -1)
+        view = store_view(self.session, self.user_id, self.system, seqs[1], seqs[0])
+        self.post_message(Loaded("store", (seqs, op_seqs, view)))
+
+    @work(thread=True, exclusive=True, group="history", exit_on_error=False, name="item history")
+    def _load_history(self, item_id: str, upto: int) -> None:
+        self.post_message(Loaded("history", (item_id, item_history(self.session, self.user_id, self.system,
+                                                                      item_id, upto))))
+
+    @on(Loaded)
+    def _loaded(self, message: Loaded) -> None:
+        if message.what == "store":
+            self.seqs, self.op_seqs, self.view = message.data
+            self.history.clear()
+            self._redraw()
+        elif message.what == "history":
+            item_id, events = message.data
+            self.history[item_id] = events
+            self._show_item()
+
+    # -- drawing -------------------------------------------------------------------------------
+    def _steps(self) -> list[StepRef]:
+        return [s for ep in episodes(self.session, self.user_id, self.system) for s in ep.steps]
+
+    def _where(self, seq: int) -> str:
+        line = self.session.line_of_seq(seq) if seq >= 0 else None
+        if line is None:
+            return "start"
+        for episode in episodes(self.session, self.user_id, self.system):
+            for step in episode.steps:
+                if step.first_line <= line <= step.last_line:
+                    return f"T{episode.task_index + 1} {step.label}"
+        return "recovery"
+
+    def _redraw(self) -> None:
+        view = self.view
+        if view is None or self.seqs is None:
+            return
+        rows = [r for r in view.rows if matches(r, self.group, self.search) and (not self.changes_only or r.mark != " ")]
+        field, _ = view.groups()
+        self.query_one(StoreTable).show(rows, field)
+        self.set_title(f"{self.system} store · {self.user_id} · after seq {view.after_seq} ({self._where(view.after_seq)})"
+                       f" · {view.size} items")
+        group = f"{self.group[0]}={self.group[1]}" if self.group else (f"{field}=all" if field else "no groups")
+        shown = f" · showing {len(rows)}" if len(rows) != len(view.rows) else ""
+        self.query_one("#info", Static).update(
+            f"vs seq {view.before_seq}: +{view.added} ~{view.updated} -{view.deleted} · {group}"
+            f"{' · /' + self.search if self.search else ''}{' · changes only' if self.changes_only else ''}{shown}")
+        self._show_item()
+
+    def _show_item(self) -> None:
+        key = self.query_one(StoreTable).selected_key()
+        if self.view is None or key is None:
+            self.query_one(DetailLog).show(["(no items)"] if self.view else [])
+            return
+        deleted = key.startswith("-")
+        item_id = key[1:] if deleted else key
+        row = next((r for r in self.view.rows if r.item_id == item_id and (r.mark == "-") == deleted), None)
+        history = self.history.get(item_id)
+        self.query_one(DetailLog).show(item_detail(item_id, row.item if row else None, row.mark if row else " ", history))
+        if history is None:
+            self._load_history(item_id, self.view.after_seq)
+
+    @on(DataTable.RowHighlighted)
+    def _row(self, event: DataTable.RowHighlighted) -> None:
+        self._show_item()
+
+    # -- time travel ---------------------------------------------------------------------------
+    def action_step_turn(self, delta: int) -> None:
+        if self.seqs is None:
+            return
+        steps = self._steps()
+        ranges = [step_seq_range(self.session, s) for s in steps]
+        current = next((i for i, (first, last) in enumerate(ranges) if first <= self.seqs[1] <= last), None)
+        if current is None:  # after the rollout (recovery): step back into the last turn
+            current = len(ranges) if delta < 0 else -1
+        target = current + delta
+        if 0 <= target < len(ranges):
+            first, last = ranges[target]
+            self._load((first - 1, last))
+
+    def action_step_op(self, delta: int) -> None:
+        if not self.op_seqs or self.seqs is None:
+            return
+        after = self.seqs[1]
+        later = [s for s in self.op_seqs if s > after]
+        earlier = [s for s in self.op_seqs if s < after]
+        target = (later[0] if later else None) if delta > 0 else (earlier[-1] if earlier else None)
+        if target is not None:
+            self._load((target - 1, target))
+
+    def action_cursor(self, delta: int) -> None:
+        table = self.query_one(StoreTable)
+        table.move_cursor(row=max(0, table.cursor_row + delta))
+
+    # -- filters -------------------------------------------------------------------------------
+    def action_cycle_group(self) -> None:
+        if self.view is None:
+            return
+        field, values = self.view.groups()
+        if field is None:
+            self.notify("These items have no category or collection field to filter on.")
+            return
+        options: list[tuple[str, str] | None] = [None, *((field, v) for v in values)]
+        self.group = options[(options.index(self.group) + 1) % len(options)] if self.group in options else None
+        self._redraw()
+
+    def action_changes_only(self) -> None:
+        self.changes_only = not self.changes_only
+        self._redraw()
+
+    def action_search(self) -> None:
+        box = self.query_one("#search", Input)
+        box.add_class("shown")
+        box.focus()
+
+    @on(Input.Changed, "#search")
+    def _search_changed(self, event: Input.Changed) -> None:
+        self.search = event.value.strip()
+        self._redraw()
+
+    @on(Input.Submitted, "#search")
+    def _search_done(self, event: Input.Submitted) -> None:
+        self.query_one(StoreTable).focus()
+
+    def action_back(self) -> None:
+        box = self.query_one("#search", Input)
+        if box.has_class("shown"):  # Esc first closes the search box (clearing it), then leaves
+            box.value = ""
+            box.remove_class("shown")
+            self.query_one(StoreTable).focus()
+            return
+        super().action_back()

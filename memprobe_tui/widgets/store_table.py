@@ -1,0 +1,38 @@
+"""A memory store as a table: diff mark, id, group field, text; deleted items kept, struck out."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.widgets import DataTable
+
+from memprobe_engine.replay.memory_view import StoreRow, item_text
+from memprobe_tui.widgets.table_fill import fill_table
+
+MARK_STYLES = {"+": "bold green", "~": "bold yellow", "-": "red strike", " ": ""}
+MARK_NAMES = {"+": "added", "~": "updated", "-": "deleted", " ": ""}
+COLUMNS = [("±", "mark"), ("id", "id"), ("group", "group"), ("text", "text")]
+
+
+class StoreTable(DataTable[object]):
+    """Row keys are item ids (deleted ones prefixed with ``-``, so an id can appear once each way)."""
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id, cursor_type="row", zebra_stripes=False)
+
+    def show(self, rows: list[StoreRow], group_field: str | None) -> None:
+        cells: list[tuple[str, tuple[Text, ...]]] = []
+        for row in rows:
+            style = MARK_STYLES[row.mark]
+            value = row.item.get(group_field, "") if group_field else ""
+            group = ",".join(map(str, value)) if isinstance(value, list) else str(value)
+            text = " ".join(item_text(row.item).split())
+            cells.append((("-" if row.mark == "-" else "") + row.item_id, (
+                Text(row.mark, style=style), Text(row.item_id, style=style),
+                Text(group[:12], style="dim" if row.mark == " " else style),
+                Text(text[:300], style="strike dim" if row.mark == "-" else ""))))
+        fill_table(self, COLUMNS, cells)
+
+    def selected_key(self) -> str | None:
+        if not self.row_count:
+            return None
+        return self.coordinate_to_cell_key(self.cursor_coordinate).row_key.value

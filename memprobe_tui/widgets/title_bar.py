@@ -1,0 +1,24 @@
+"""The one-line context bar at the top of every screen: where in the recording you are."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.widgets import Static
+
+
+class TitleBar(Static):
+    """Shows the screen's position (run, user × system, task, turn…); cheap to update per step."""
+
+    DEFAULT_CSS = """
+    TitleBar {
+        height: 1;
+        width: 100%;
+        background: $panel;
+        color: $text;
+        text-style: bold;
+        padding: 0 1;
+    }
+    """
+
+    def set(self, text: str | Text) -> None:
+        self.update(text)

@@ -1,0 +1,152 @@
+"""The dimension inspector's re-run panel, driven by fake async re-score functions: output streams
+in, new scores appear beside the originals, and Escape cancels a running re-run."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from textual.widgets import Log
+
+from memprobe_engine.replay import RescoreRequest, RescoreSink
+from memprobe_tui.app import MemProbeApp
+from memprobe_tui.screens.dimension import DimensionScreen
+from memprobe_tui.widgets.detail_log import DetailLog
+from memprobe_tui.widgets.score_table import ScoreTable
+
+from .conftest import make_app
+from .helpers import settle, text_of
+
+STARTED: list[RescoreRequest] = []
+CANCELLED: list[bool] = []
+
+
+async def endless_rescore(request: RescoreRequest, sink: RescoreSink) -> None:
+    """Streams judge tokens forever, like a slow model; only cancellation ends it."""
+    STARTED.append(request)
+    sink.note("slot-fill dump_all")
+    try:
+        while True:
+            sink.text("token ")
+            await asyncio.sleep(0.01)
+    except asyncio.CancelledError:
+        CANCELLED.append(True)
+        raise
+
+
+async def quick_rescore(request: RescoreRequest, sink: RescoreSink) -> None:
+    sink.note("judge dump_all")
+    for piece in ('{"reason": "', "matches the target", '", "score": 1.0}'):
+        sink.text(piece, "judge dump_all")
+        await asyncio.sleep(0)
+    sink.score("dump_all", 1.0, "matches the target")
+    sink.stage("retrieve", 0, "can_invite", "the task invites it")
+
+
+def _inspector_text(screen: DimensionScreen) -> str:
+    return "\n".join(str(line.text) for line in screen.query_one(DetailLog).lines)
+
+
+async def test_escape_cancels_a_running_rerun_and_stays_on_the_inspector() -> None:
+    STARTED.clear()
+    CANCELLED.clear()
+    app = make_app(rescore=endless_rescore)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("enter", "d")
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, DimensionScreen)
+        await pilot.press("r")
+        await pilot.pause(0.2)
+        assert screen.rerun_running()
+        assert STARTED and STARTED[0].dimension == "composure_under_strain" and STARTED[0].system == "amem"
+        log = screen.query_one("#rerun-log", Log)
+        assert "token" in "".join(log.lines)
+        assert "running" in text_of(pilot, "#rerun-status")
+        await pilot.press("escape")
+        await pilot.pause(0.2)
+        assert not screen.rerun_running()
+        assert CANCELLED == [True]
+        assert app.screen is screen  # the first Esc cancels; it does not leave the screen
+        assert "cancelled" in text_of(pilot, "#rerun-status")
+        await pilot.press("escape")
+        assert app.screen is not screen
+
+
+async def test_rerun_streams_text_and_shows_the_new_score_beside_the_original() -> None:
+    app = make_app(rescore=quick_rescore)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("enter", "d")
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, DimensionScreen)
+        before = _inspector_text(screen)
+        assert "judge: 0.75" in before and "re-score (1): 1" in before  # the recorded re-score
+        await pilot.press("r")
+        await settle(pilot)
+        log = "\n".join(screen.query_one("#rerun-log", Log).lines)
+        assert '── judge dump_all\n{"reason": "matches the target", "score": 1.0}\n' in log
+        after = _inspector_text(screen)
+        assert "judge: 0.75   re-score (1): 1   re-run: 1" in after
+        assert "re-run stage 0: can_invite" in after
+        assert "re-score done" in text_of(pilot, "#rerun-status")
+
+
+async def test_rerun_without_an_engine_function_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    app = make_app(rescore=None)
+    said: list[str] = []
+    monkeypatch.setattr(app, "notify", lambda message, **_: said.append(message))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("enter", "d")
+        await settle(pilot)
+        await pilot.press("r")
+        await pilot.pause()
+        assert any("not available" in message for message in said)
+        assert not app.screen.query_one("#rerun").has_class("shown")
+
+
+async def appending_rescore(request: RescoreRequest, sink: RescoreSink) -> None:
+    """Like the engine's re-score: appends a judge_score with ``rescore_of`` to the recording."""
+    from memprobe_engine.events.recorder import Recorder
+    from memprobe_engine.events.scoring import JudgeScore
+    from memprobe_engine.events.writer import open_writer
+    from memprobe_engine.replay import ReplaySession, score_pairs
+
+    probe = ReplaySession.open(request.recording)
+    probe.build_index()
+    pair = score_pairs(probe)[(request.user_id, request.system, request.dimension, "retrieve")]
+    probe.close()
+    assert pair.original is not None
+    writer = open_writer(request.recording)
+    recorder = Recorder(writer)
+    with recorder.scope(user_id=request.user_id, system=request.system, dimension=request.dimension):
+        recorder.emit(JudgeScore(mode="retrieve", score=1.0, reason="re-run", rescore_of=int(pair.original["seq"])))
+    writer.close()
+    sink.score("retrieve", 1.0, "re-run")
+
+
+async def test_a_finished_rerun_is_read_back_and_the_overview_updates(run_copy: Path) -> None:
+    app = make_app(run_copy, rescore=appending_rescore)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        before = text_of_row(app, "amem\tsim_01")
+        await pilot.press("enter", "d")
+        await settle(pilot)
+        await pilot.press("r")
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, DimensionScreen) and screen.detail is not None
+        pair = screen.detail.modes["retrieve"].pair
+        assert pair is not None and pair.latest is not None and pair.latest["score"] == 1.0
+        await pilot.press("escape", "escape")
+        await settle(pilot)
+        assert text_of_row(app, "amem\tsim_01") != before  # B top-k now counts the re-score
+
+
+def text_of_row(app: MemProbeApp, key: str) -> str:
+    table = app.screen.query_one(ScoreTable)
+    return " ".join(str(cell) for cell in table.get_row(key))
