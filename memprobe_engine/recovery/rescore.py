@@ -111,14 +111,16 @@ def gather(reader: RecordingReader, case: Case) -> CaseMaterial:
             if event.turn == 0:
                 history = []  # a re-run unit replays the episode: keep the latest attempt
             history.append((event.role, event.content))
+        elif event.kind == "retrieval":
+            # Retrievals carry no mode: the retrieve-mode one is the last before that mode's fill.
+            if event.purpose == "retrieve_mode" and case.mode == "retrieve" and fill is None:
+                retrieval = event
         elif getattr(event, "mode", None) != case.mode:
             continue
         elif event.kind == "slot_fill" and fill is None:
             fill = event
         elif event.kind == "judge_score" and score is None:
             score = event
-        elif event.kind == "retrieval" and event.purpose == "retrieve_mode" and fill is None:
-            retrieval = event
     if fill is None:
         raise RecordingError(f"{reader.directory}: no slot-fill recorded for {case.user_id}/{case.system}/"
                              f"{case.dimension} in {case.mode} mode.")
@@ -193,7 +195,6 @@ async def rescore_dimension(request: Any, sink: Any, *, llm_config: Any | None =
     (``MEMPROBE_MODEL…``), which falls back to the embedded model."""
     import os
 
-    from memprobe_engine.llm.cache import ResponseCache
     from memprobe_engine.llm.client import ChatClient
     from memprobe_engine.llm.config import load_llm_config
 
@@ -209,8 +210,10 @@ async def rescore_dimension(request: Any, sink: Any, *, llm_config: Any | None =
             sink.note(event.name)
 
     sink.note(f"models: slot_filler {config.spec_for('slot_filler').spec_string()}, "
-              f"recovery_judge {config.spec_for('recovery_judge').spec_string()}")
+              f"recovery_judge {config.spec_for('recovery_judge').spec_string()} (fresh calls, no cache)")
+    # A live re-run asks the models again: answering from the response cache would only replay the
+    # original output of the same model.
     await rescore(request.recording, cases,
-                  chat_factory=lambda recorder: ChatClient(config, recorder, ResponseCache()),
+                  chat_factory=lambda recorder: ChatClient(config, recorder, cache=None),
                   context_tokens=config.spec_for("slot_filler").context_tokens or 128_000,
                   on_text=lambda stage, piece: sink.text(piece, stage), on_event=on_event)

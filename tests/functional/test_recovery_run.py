@@ -181,3 +181,18 @@ def test_rescore_appends_beside_the_original(tmp_path: Path) -> None:
     frames = load_frames([record])
     row = frames.scores[(frames.scores.dimension == chosen[0]) & (frames.scores["mode"] == "dump_all")]
     assert row.score.tolist() == [0.5]
+
+
+def test_rescore_in_retrieve_mode_reads_the_recorded_top_k(tmp_path: Path) -> None:
+    from memprobe_engine.recovery.rescore import Case, gather
+
+    chosen = dims(2)
+    plan_for(chosen)
+    record = run(tmp_path, RecoveryOracle(), chosen, ["longctx_full"])
+    reader = open_recording(record)
+    material = gather(reader, Case(USER, "longctx_full", chosen[1], "retrieve"))
+    retrieval = [e for e in reader.iter_events(kinds=["retrieval"])
+                 if e.purpose == "retrieve_mode" and e.dimension == chosen[1]][0]
+    assert [item["id"] for item in material.memory] == retrieval.item_ids and material.memory
+    dump = gather(reader, Case(USER, "longctx_full", chosen[1], "dump_all"))
+    assert len(dump.memory) > len(material.memory)
