@@ -210,9 +210,10 @@ async def _edit(chat: Any, draft: _TaskDraft, entry: BankEntry, reason: str, par
 def write_user(out_dir: Path, user_id: str, profile: PersonaProfile, bank: UserBank, tasks: UserTasks) -> Path:
     folder = out_dir / "users" / user_id
     folder.mkdir(parents=True, exist_ok=True)
-    categories = {c: [e.model_dump(exclude={"category"}) for e in entries] for c, entries in bank.categories.items()}
-    (folder / "profile.json").write_bytes(orjson.dumps(profile.model_dump(), option=orjson.OPT_INDENT_2))
+    categories = {str(c): [e.model_dump(mode="json", exclude={"category"}) for e in entries]
+                  for c, entries in bank.categories.items()}
+    (folder / "profile.json").write_bytes(orjson.dumps(profile.model_dump(mode="json"), option=orjson.OPT_INDENT_2))
     (folder / "bank.json").write_bytes(orjson.dumps({"user_id": user_id, "categories": categories},
                                                     option=orjson.OPT_INDENT_2))
-    (folder / "tasks.json").write_bytes(orjson.dumps(tasks.model_dump(), option=orjson.OPT_INDENT_2))
+    (folder / "tasks.json").write_bytes(orjson.dumps(tasks.model_dump(mode="json"), option=orjson.OPT_INDENT_2))
     return folder
