@@ -11,6 +11,7 @@ from typing import Annotated, Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from memprobe_engine.errors import MemProbeError
 
@@ -18,7 +19,7 @@ NO_COLOR_HELP = "Monochrome output (also honoured: the NO_COLOR environment vari
 
 
 def _fail(err: MemProbeError) -> None:
-    Console(stderr=True, highlight=False, soft_wrap=True).print(f"[bold red]error:[/] {err}", markup=True)
+    Console(stderr=True, highlight=False, soft_wrap=True).print(f"[bold red]error:[/] {escape(str(err))}", markup=True)
     raise typer.Exit(2)
 
 

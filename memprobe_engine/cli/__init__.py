@@ -10,6 +10,7 @@ import sys
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from memprobe_engine.errors import MemProbeError
 
@@ -41,7 +42,8 @@ def main() -> None:
     try:
         app()
     except MemProbeError as err:
-        Console(stderr=True, highlight=False).print(f"[bold red]error:[/] {err}", markup=True, soft_wrap=True)
+        console = Console(stderr=True, highlight=False, soft_wrap=True)
+        console.print(f"[bold red]error:[/] {escape(str(err))}", markup=True)
         sys.exit(2)
     except KeyboardInterrupt:
         Console(stderr=True).print("interrupted")

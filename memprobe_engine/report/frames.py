@@ -94,6 +94,7 @@ class _RecordingRows:
         self.judge_keys: dict[int, CellKey] = {}
         self.unscoped = 0
         self.damaged = 0
+        self.torn_tail = 0
         self.unit_of: dict[Pair, int] = {}
         self.rollout_unit: dict[Pair, int | None] = {}
 
@@ -211,6 +212,7 @@ def _read(path: Path) -> _RecordingRows:
         for event in _outcome_events(reader):
             rows.add(event)
         rows.damaged = len(reader.damage.bad_lines)
+        rows.torn_tail = reader.damage.tail_bytes
     return rows
 
 
@@ -234,6 +236,9 @@ def load_frames(recordings: Sequence[Path]) -> ReportFrames:
         if rows.damaged:
             warnings.append(f"{rows.name}: {rows.damaged} damaged line(s) could not be read and are left out; "
                             f"see `memprobe recording verify {rows.name}`.")
+        if rows.torn_tail:
+            warnings.append(f"{rows.name}: the last {rows.torn_tail:,} bytes are a torn line (a run stopped "
+                            f"mid-write); every complete event is used. Resume the run to finish it.")
         if rows.unscoped:
             warnings.append(f"{rows.name}: {rows.unscoped} outcome events name no system, user or dimension; "
                             f"they are left out.")
