@@ -36,7 +36,7 @@ def keys(*pressed: str) -> Steps:
 SCREENS: dict[str, tuple[Callable[[], MemProbeApp], Steps]] = {
     "browser": (lambda: MemProbeApp(folder=FIXTURES.relative_to(REPO), rescore=None, keymap_path=None), keys()),
     "overview": (make_app, keys()),
-    "overview_damaged": (lambda: make_app(TRUNCATED), keys()),
+    "overview_damaged": (lambda: make_app(TRUNCATED.relative_to(REPO)), keys()),
     "transcript": (make_app, keys("enter", "n", "j", "j")),
     "memory": (make_app, keys("enter", "n", "m")),
     "dimension": (make_app, keys("enter", "d")),

@@ -1,0 +1,330 @@
+"""``memt``: batched formation into typed collections, the neighbour update step, the ReAct read loop,
+recoverable handling of bad policy output, and the store rebuilt from its recorded patches."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import orjson
+import pytest
+
+from memprobe_engine.errors import ConfigError
+from memprobe_engine.events.reader import open_recording
+from memprobe_engine.events.recorder import Recorder
+from memprobe_engine.llm.client import ChatClient
+from memprobe_engine.llm.config import LLMConfig
+from memprobe_engine.llm.spec import parse_spec
+from memprobe_engine.llm.types import ChatRequest
+from memprobe_engine.memory.base import MemoryServices, Observation, SimClock
+from memprobe_engine.memory.memt import SOURCE_MARK, MemT
+from memprobe_engine.memory.memt_prompts import MAX_TOOL_STEPS
+from memprobe_engine.memory.memt_react import ToolCall, ToolCallError, parse_tool_calls
+from memprobe_engine.memory.registry import load_system_class
+from memprobe_engine.memory.timeline import store_at
+from tests.doubles import ScriptedBackend, read_events, temp_recording
+
+USER = "u1"
+
+
+class WordEmbedder:
+    """Deterministic test embedder: bag of words hashed into 64 buckets, L2-normalised."""
+
+    async def embed(self, texts: list[str]) -> npt.NDArray[np.float32]:
+        rows = np.zeros((len(texts), 64), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for word in re.findall(r"[a-z]+", text.lower()):
+                rows[row, int(hashlib.sha256(word.encode()).hexdigest(), 16) % 64] += 1.0
+        norms = np.linalg.norm(rows, axis=1, keepdims=True)
+        return (rows / np.where(norms == 0, 1.0, norms)).astype(np.float32)
+
+
+class Policy:
+    """Scripted policy model: answers each memt prompt from its own queue (empty: a do-nothing reply)."""
+
+    def __init__(self) -> None:
+        self.formations: list[dict[str, Any] | str] = []
+        self.updates: list[dict[str, Any] | str] = []
+        self.react: Callable[[ChatRequest], str] = lambda request: _call("finish", {})
+        self.seen: list[tuple[str, ChatRequest]] = []
+
+    def __call__(self, request: ChatRequest) -> str:
+        system = request.messages[0].content
+        if system.startswith("You keep an assistant's long-term memory"):
+            self.seen.append(("formation", request))
+            reply = self.formations.pop(0) if self.formations else formation()
+        elif system.startswith("You keep one collection"):
+            self.seen.append(("update", request))
+            reply = self.updates.pop(0) if self.updates else {"action": "add", "target": None, "content": None}
+        elif system.startswith("You look up a user's long-term memory"):
+            self.seen.append(("react", request))
+            return self.react(request)
+        else:
+            raise AssertionError(f"unexpected prompt {system[:60]!r}")
+        return reply if isinstance(reply, str) else orjson.dumps(reply).decode()
+
+    def count(self, kind: str) -> int:
+        return sum(1 for seen, _ in self.seen if seen == kind)
+
+
+Cited = Sequence[tuple[str, list[int]]]
+
+
+def formation(facts: Cited = (), experiences: Cited = (), persona: str = "", summary: str = "") -> dict[str, Any]:
+    return {"facts": [{"content": c, "source_turns": s} for c, s in facts],
+            "experiences": [{"content": c, "source_turns": s} for c, s in experiences],
+            "persona": persona, "summary": summary}
+
+
+def _call(name: str, arguments: dict[str, Any]) -> str:
+    return f'<tool_call>{orjson.dumps({"name": name, "arguments": arguments}).decode()}</tool_call>'
+
+
+@pytest.fixture
+def rec(tmp_path: Path) -> Iterator[tuple[Recorder, Path]]:
+    with temp_recording(tmp_path / "rec") as recorder:
+        yield recorder, tmp_path / "rec"
+
+
+def make(recorder: Recorder, policy: Policy) -> MemT:
+    backend = ScriptedBackend(policy)
+    chat = ChatClient(LLMConfig(models={"default": parse_spec("openai:scripted@http://127.0.0.1:9/v1")}),
+                      recorder=recorder, backend_factory=lambda spec: backend)
+    return MemT(MemoryServices(recorder=recorder, clock=SimClock(), seed=3, chat=chat, embedder=WordEmbedder()))
+
+
+def obs(kind: str, text: str, task: int = 0, turn: int = 0) -> Observation:
+    return Observation(kind=kind, text=text, task_index=task, turn=turn,  # type: ignore[arg-type]
+                       timestamp=f"2026-01-0{task + 1}T09:{turn:02d}:00")
+
+
+TASK0 = [obs("task", "Plan my gardening week.", 0), obs("assistant", "Water on Monday and weed on Friday.", 0, 1),
+         obs("user", "I drink green tea every morning and like short lists.", 0, 1),
+         obs("assistant", "Noted, short lists it is.", 0, 2), obs("user", "My allotment is small.", 0, 2),
+         obs("user", "And I only have weekends.", 0, 3)]
+TASK1 = [obs("task", "Suggest a dinner recipe.", 1), obs("assistant", "Lentil soup with cumin.", 1, 1),
+         obs("user", "Last spring I burned a pan of lentils and the smoke alarm woke my baby.", 1, 1),
+         obs("assistant", "Then a slow cooker version may suit you.", 1, 2),
+         obs("user", "Yes, a slow cooker sounds safer.", 1, 2), obs("user", "I also want it vegetarian.", 1, 3)]
+TASK2 = [obs("task", "Help me pick running shoes.", 2), obs("assistant", "What distance do you run?", 2, 1),
+         obs("user", "Ten kilometres on weekends.", 2, 1), obs("user", "Mostly on trails.", 2, 2),
+         obs("user", "Budget is tight.", 2, 3)]
+
+
+async def feed(system: MemT, observations: list[Observation]) -> None:
+    with system.services.recorder.scope(user_id=USER, system="memt"):
+        for observation in observations:
+            await system.observe(observation)
+
+
+def errors(directory: Path) -> list[dict[str, Any]]:
+    return read_events(directory, "error")
+
+
+# -- write side -----------------------------------------------------------------------------------
+async def test_formation_writes_typed_items_in_their_collections(rec: Any) -> None:
+    recorder, _ = rec
+    policy = Policy()
+    policy.formations.append(formation(facts=[("User drinks green tea every morning.", [1])],
+                                       experiences=[("User planned a gardening week with the assistant.", [0, 1])],
+                                       persona="Likes short lists.", summary="Gardening plan made."))
+    system = make(recorder, policy)
+    await system.reset(USER)
+    await feed(system, TASK0[:5])
+    assert policy.count("formation") == 0 and [i["category"] for i in system.dump()] == ["turns"] * 3
+    await feed(system, TASK0[5:])
+    dump = {item["id"]: item for item in system.dump()}
+    assert list(dump) == ["t0001", "t0002", "t0003", "t0004", "f0001", "e0001", "p0001", "s0001"]
+    assert [dump[i]["category"] for i in ("f0001", "e0001", "p0001", "s0001")] == [
+        "facts", "experiences", "personas", "summary"]
+    assert dump["t0001"]["content"] == "user said: Plan my gardening week."
+    assert all(item["content"].startswith("user said: ") for item in system.dump() if item["category"] == "turns")
+    fact = dump["f0001"]
+    assert fact["content"] == "User drinks green tea every morning." + SOURCE_MARK + dump["t0002"]["content"]
+    assert fact["metadata"]["source_turn_ids"] == [["t0002"]]
+    assert fact["metadata"]["col_name"] == f"{USER}_facts" and fact["metadata"]["session_id"] == USER
+    experience = dump["e0001"]["metadata"]
+    assert (experience["start_time"], experience["end_time"]) == ("2026-01-01T09:00:00", "2026-01-01T09:01:00")
+    assert dump["p0001"]["metadata"]["memory_content"] == "Likes short lists."
+    assert policy.count("update") == 0  # empty collections: nothing to compare against
+    request = policy.seen[0][1]
+    prompt = request.messages[1].content
+    assert prompt.count("\n[") == 4 and "[3] (2026-01-01T09:03:00) user said: And I only have weekends." in prompt
+    assert "Water on Monday" not in prompt  # assistant turns are not memory evidence
+
+
+async def test_remainder_of_a_task_is_formed_when_the_next_task_starts(rec: Any) -> None:
+    recorder, _ = rec
+    policy = Policy()
+    system = make(recorder, policy)
+    await system.reset(USER)
+    await feed(system, TASK0[:3] + TASK1[:1])
+    assert policy.count("formation") == 1
+    prompt = policy.seen[0][1].messages[1].content
+    assert "green tea" in prompt and "dinner" not in prompt
+    assert system.footprint().n_items == 3  # every user-side turn stored raw at once, none lost
+
+
+async def test_update_delete_removes_the_neighbour_and_keeps_the_new_fact(rec: Any) -> None:
+    recorder, directory = rec
+    policy = Policy()
+    policy.formations += [formation(facts=[("User drinks green tea every morning.", [1])]),
+                          formation(facts=[("User stopped drinking tea and drinks coffee.", [1])])]
+    policy.updates.append({"action": "delete", "target": 0, "content": None})
+    system = make(recorder, policy)
+    await system.reset(USER)
+    await feed(system, TASK0 + TASK1)
+    ids = [item["id"] for item in system.dump() if item["category"] == "facts"]
+    assert ids == ["f0002"]
+    update_prompt = policy.seen[-1][1].messages[1].content
+    assert "[0] User drinks green tea every morning." in update_prompt
+    ops = [(op["op"], op["item_ids"]) for op in read_events(directory, "memory_op")]
+    assert ("delete", ["f0001"]) in ops
+
+
+async def test_update_rewrites_the_target_and_merges_its_sources(rec: Any) -> None:
+    recorder, _ = rec
+    policy = Policy()
+    policy.formations += [formation(facts=[("User drinks green tea every morning.", [1])]),
+                          formation(facts=[("User drinks green tea with honey.", [1])])]
+    merged = "User drinks green tea with honey every morning."
+    policy.updates.append({"action": "update", "target": 0, "content": merged})
+    system = make(recorder, policy)
+    await system.reset(USER)
+    await feed(system, TASK0 + TASK1)
+    facts = [item for item in system.dump() if item["category"] == "facts"]
+    assert len(facts) == 1 and facts[0]["id"] == "f0001"
+    metadata = facts[0]["metadata"]
+    assert metadata["memory_content"] == merged
+    assert metadata["source_turn_ids"] == [["t0002"], ["t0006"]]
+    assert (metadata["start_time"], metadata["end_time"]) == ("2026-01-01T09:01:00", "2026-01-02T09:01:00")
+    assert facts[0]["content"].count("user said:") == 2 and "updated_time" in metadata
+
+
+async def test_invented_index_is_rejected_and_the_evidence_kept(rec: Any) -> None:
+    recorder, directory = rec
+    policy = Policy()
+    policy.formations += [formation(facts=[("User drinks green tea every morning.", [1])]),
+                          formation(facts=[("User has a baby.", [9])])]
+    policy.updates.append({"action": "update", "target": 7, "content": "invented"})
+    system = make(recorder, policy)
+    await system.reset(USER)
+    await feed(system, TASK0 + TASK1)
+    facts = {item["id"]: item["metadata"] for item in system.dump() if item["category"] == "facts"}
+    assert facts["f0001"]["memory_content"] == "User drinks green tea every morning."
+    assert facts["f0002"]["memory_content"] == "User has a baby."
+    assert facts["f0002"]["source_turn_ids"] == [["t0005"], ["t0006"], ["t0007"], ["t0008"]]  # bad index: whole batch
+    kinds = [(e["error_type"], e["where"], e["recoverable"]) for e in errors(directory)]
+    assert ("MemTInvalidTarget", "memt", True) in kinds and ("MemTBadSourceTurn", "memt", True) in kinds
+
+
+async def test_ignore_and_unusable_outputs_never_crash(rec: Any) -> None:
+    recorder, directory = rec
+    policy = Policy()
+    policy.formations += [formation(facts=[("User drinks green tea every morning.", [1])]),
+                          formation(facts=[("User likes green tea in the morning.", [1])])]
+    policy.formations += ["not json at all"] * 3  # the formation and both repair rounds
+    policy.updates.append({"action": "ignore", "target": 0, "content": None})
+    system = make(recorder, policy)
+    await system.reset(USER)
+    await feed(system, TASK0 + TASK1 + TASK2)
+    assert [item["id"] for item in system.dump() if item["category"] == "facts"] == ["f0001"]
+    ignore = [op for op in read_events(directory, "memory_op") if op["op"] == "ignore"]
+    assert ignore and ignore[0]["patch"] == [] and ignore[0]["item_ids"] == ["f0001"]
+    assert [e["error_type"] for e in errors(directory)] == ["MemTFormationExcluded"]
+    assert sum(1 for item in system.dump() if item["category"] == "turns") == 12
+
+
+async def test_recorded_patches_rebuild_the_final_dump_and_calls_use_their_roles(rec: Any) -> None:
+    recorder, directory = rec
+    policy = Policy()
+    policy.formations += [formation(facts=[("User drinks green tea every morning.", [1])],
+                                    persona="Likes short lists.", summary="Gardening."),
+                          formation(facts=[("User drinks green tea with honey.", [1])],
+                                    experiences=[("A burned pan of lentils set off the alarm and woke the baby.", [1])],
+                                    persona="Likes short lists; has a baby.", summary="Gardening, then dinner.")]
+    policy.updates.append({"action": "update", "target": 0, "content": "User drinks green tea with honey."})
+    system = make(recorder, policy)
+    await system.reset(USER)
+    await feed(system, TASK0 + TASK1)
+    with recorder.scope(user_id=USER, system="memt"):
+        await system.search("what does the user drink", 5)
+    with open_recording(directory) as reader:
+        rebuilt = store_at(reader, user_id=USER, system="memt", upto_seq=10**9)
+        roles = {(e.role, e.model) for e in reader.iter_events(kinds=["llm_call"])}
+    assert list(rebuilt.values()) == system.dump()
+    assert roles == {("memory_writer", "scripted"), ("reader", "scripted")}
+    persona = next(item for item in system.dump() if item["category"] == "personas")
+    assert persona["metadata"]["memory_content"] == "Likes short lists; has a baby."
+    assert len(persona["metadata"]["source_turn_ids"]) == 8
+
+
+# -- read side ------------------------------------------------------------------------------------
+async def test_react_loop_stops_at_the_step_budget_and_deduplicates(rec: Any) -> None:
+    recorder, directory = rec
+    policy = Policy()
+    policy.formations.append(formation(facts=[("User drinks green tea every morning.", [1]),
+                                              ("User likes short lists.", [1])]))
+    policy.react = lambda request: (_call("search_facts", {"query": "tea", "k": 5}) +
+                                    _call("search_turns", {"query": "green tea morning", "k": 2}))
+    system = make(recorder, policy)
+    await system.reset(USER)
+    await feed(system, TASK0)
+    hits = await system.search("what does the user drink", 3)
+    assert policy.count("react") == MAX_TOOL_STEPS
+    assert len(hits) == 3 and len({hit.id for hit in hits}) == 3
+    assert hits[0].score is not None and all((hits[i].score or 0) >= (hits[i + 1].score or 0) for i in range(2))
+    last = policy.seen[-1][1].messages
+    assert len(last) == 2 + 2 * (MAX_TOOL_STEPS - 1) and last[-1].content.startswith("<tool_response>")
+    assert "[f0001]" in last[-1].content and not errors(directory)
+    assert len(await system.search("what does the user drink", 10)) == 4  # 2 facts + 2 distinct turns
+
+
+async def test_react_finish_summary_and_parse_failures(rec: Any) -> None:
+    recorder, directory = rec
+    policy = Policy()
+    policy.formations.append(formation(facts=[("User drinks green tea every morning.", [1])],
+                                       summary="The user planned a gardening week."))
+    replies = iter(["<think>look at the summary</think>" + _call("get_summary", {}),
+                    _call("search_experiences", {"query": "garden"}) + "\n" + _call("finish", {}),
+                    _call("search_facts", {"query": "tea"}), '<tool_call>{"name": "search_facts", "arguments": {',
+                    "The user drinks tea."])
+    policy.react = lambda request: next(replies)
+    system = make(recorder, policy)
+    await system.reset(USER)
+    await feed(system, TASK0)
+    hits = await system.search("gardening plans", 5)
+    assert [hit.id for hit in hits] == ["s0001"] and policy.count("react") == 2
+    hits = await system.search("drinks", 5)  # a good step, then a truncated call: the loop ends with what it had
+    assert [hit.id for hit in hits] == ["f0001"]
+    assert await system.search("anything", 5) == []  # no tool call at all
+    assert [e["error_type"] for e in errors(directory)] == ["MemTToolCallUnparseable", "MemTNoToolCall"]
+    assert await system.search("anything", 0) == []
+
+
+def test_parse_tool_calls_reads_the_usual_variants() -> None:
+    assert parse_tool_calls('<tool_call>\n{"name": "search_turns", "arguments": "{\\"query\\": \\"tea\\", '
+                            '\\"k\\": \\"3\\"}"}\n</tool_call>') == [ToolCall("search_turns", "tea", 3)]
+    assert parse_tool_calls('<tool_call>{"name": "search_facts", "arguments": {"query": "x", "k": 99}}') == [
+        ToolCall("search_facts", "x", 10)]
+    assert parse_tool_calls('<tool_call>{"name": "search_summary"}</tool_call>') == [ToolCall("search_summary")]
+    for text, error_type in [("no call here", "MemTNoToolCall"),
+                             ('<tool_call>{"name": "drop_table", "arguments": {}}</tool_call>', "MemTUnknownTool"),
+                             ('<tool_call>{"name": "search_facts", "arguments": {}}</tool_call>',
+                              "MemTToolCallUnparseable"),
+                             ('<think><tool_call>{"name": "finish"}</tool_call></think>', "MemTNoToolCall")]:
+        with pytest.raises(ToolCallError) as err:
+            parse_tool_calls(text)
+        assert err.value.error_type == error_type
+
+
+# -- wiring ---------------------------------------------------------------------------------------
+def test_memt_is_registered_and_needs_chat_and_embedder() -> None:
+    assert load_system_class("memt") is MemT
+    with pytest.raises(ConfigError, match="needs a chat client and an embedder"):
+        MemT(MemoryServices(recorder=Recorder(None), clock=SimClock()))
