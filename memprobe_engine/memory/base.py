@@ -109,6 +109,10 @@ class MemorySystem(Protocol):
         """The whole store as items with their native fields (dump_all mode)."""
         ...
 
+    # Optional: ``async def finish(self) -> None`` — called once after the user's last task, before
+    # the store is measured and read, for systems that write in batches (e.g. memt). Not part of
+    # the runtime-checked protocol, so systems without batching need not define it.
+
     def footprint(self) -> Footprint:
         ...
 

@@ -129,6 +129,11 @@ class MemT:
         if len(self._pending) >= BATCH_TURNS:
             await self._form()
 
+    async def finish(self) -> None:
+        """End of the user's trajectory: form memories from the turns still queued."""
+        if self._pending:
+            await self._form()
+
     async def search(self, query: str, k: int) -> list[ScoredItem]:
         """The policy's ReAct retrieval: items it surfaced, de-duplicated, best ``k`` first."""
         if k <= 0 or len(self.store) == 0:

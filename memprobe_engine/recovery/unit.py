@@ -78,6 +78,9 @@ async def run_unit(ctx: UnitContext, user: SimUser, system_name: str, dimensions
                     episodes[task.dimension] = await run_episode(
                         chat=ctx.chat, recorder=recorder, system=system, user=user, task=task, task_index=index,
                         clock=services.clock, settings=ctx.settings)
+            finish = getattr(system, "finish", None)
+            if finish is not None:
+                await finish()  # batch writers flush what is still queued
             record_footprint(recorder, system)
         # The store is final once the rollout ends, so dimensions are scored concurrently.
         gate = asyncio.Semaphore(max(1, ctx.scoring_concurrency))

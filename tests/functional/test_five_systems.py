@@ -114,16 +114,28 @@ def test_five_systems_record_rebuildable_stores(tmp_path: Path, monkeypatch: pyt
     finals: dict[str, MemorySystem] = {}
 
     def capturing(name: str, services: MemoryServices) -> MemorySystem:
-        """The real system, its ``dump()`` noted (with the recording's last seq) after each observation."""
+        """The real system, its ``dump()`` noted (with the recording's last seq) after each observation
+        and after ``finish()``, the end-of-trajectory flush of batch writers."""
         system = create_system(name, services)
         observe = system.observe
+        finish = getattr(system, "finish", None)
 
-        async def noted(observation: Observation) -> None:
-            await observe(observation)
+        def note() -> None:
             assert services.recorder.writer is not None
             snapshots[name].append((services.recorder.writer.next_seq - 1, system.dump()))
 
+        async def noted(observation: Observation) -> None:
+            await observe(observation)
+            note()
+
+        async def finished() -> None:
+            assert finish is not None
+            await finish()
+            note()
+
         system.observe = noted  # type: ignore[method-assign]
+        if finish is not None:
+            system.finish = finished  # type: ignore[attr-defined]
         finals[name] = system
         return system
 
@@ -140,7 +152,7 @@ def test_five_systems_record_rebuildable_stores(tmp_path: Path, monkeypatch: pyt
         assert sum(n for (system, op), n in ops.items() if system == name and op != "reset") > 0, name
     assert {op for system, op in ops if system == "memt"} >= {"reset", "add", "update", "ignore"}
     assert any(True for _ in reader.iter_events(kinds=["embedding"]))  # the real MiniLM embedder, recorded
-    assert oracle.by_role["memt_formation"] == 2  # the first two tasks, each flushed when the next began
+    assert oracle.by_role["memt_formation"] == 3  # tasks 1-2 flushed when the next began, task 3 at finish()
     assert not [e for e in reader.iter_events(kinds=["error"]) if e.where in ("amem", "mem0", "memt", "rollout")]
     footprints = {e.system: e for e in reader.iter_events(kinds=["memory_footprint"])}
 
