@@ -33,7 +33,6 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, Field, StringConstraints
 
-from memprobe_engine.errors import ConfigError
 from memprobe_engine.events.run import ErrorEvent
 from memprobe_engine.llm.types import ChatMessage, SamplingParams
 from memprobe_engine.memory.base import Footprint, MemoryServices, Observation, RecordedStore, ScoredItem
@@ -123,9 +122,7 @@ class AMem:
                                   "whose neighbours evolve as new notes arrive; search adds linked notes.")
 
     def __init__(self, services: MemoryServices) -> None:
-        if services.embedder is None or services.chat is None:
-            raise ConfigError("memory system 'amem' needs a chat client (role memory_writer) and an embedder, "
-                              "but the run configured none. Set both in the run configuration.")
+        services.require("amem", chat=True, embedder=True)
         self.services = services
         self.store = RecordedStore(services.recorder)
         self.index = VectorIndex(services.embedder)

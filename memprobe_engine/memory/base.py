@@ -17,6 +17,7 @@ from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel
 
+from memprobe_engine.errors import ConfigError
 from memprobe_engine.events.jsonpatch import make_patch
 from memprobe_engine.events.memory import MemoryOp
 from memprobe_engine.events.recorder import Recorder
@@ -53,6 +54,15 @@ class MemoryServices:
 
     def __post_init__(self) -> None:
         self.rng = random.Random(self.seed)
+
+    def require(self, system: str, *, chat: bool = False, embedder: bool = False) -> None:
+        """Fail at construction, naming what ``system`` needs, rather than on its first write."""
+        missing = [what for what, needed, present in (
+            ("a chat client (role memory_writer)", chat, self.chat), ("an embedder", embedder, self.embedder))
+            if needed and present is None]
+        if missing:
+            raise ConfigError(f"memory system {system!r} needs {' and '.join(missing)}, but the run configured "
+                              f"none. Set the models and the embedding spec in the run configuration.")
 
     def new_id(self, prefix: str = "m") -> str:
         """Deterministic item ids derived from the run's seed."""

@@ -15,7 +15,6 @@ from typing import Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 
-from memprobe_engine.errors import ConfigError
 from memprobe_engine.llm.embeddings import cosine_top_k
 from memprobe_engine.memory.base import Footprint, MemoryServices, Observation, RecordedStore, ScoredItem
 
@@ -46,9 +45,7 @@ class LongContextFull:
                                   "by cosine similarity of sentence embeddings.")
 
     def __init__(self, services: MemoryServices) -> None:
-        if services.embedder is None:
-            raise ConfigError("memory system 'longctx_full' needs an embedder for its search, but none "
-                              "was configured. Set the embedding model in the run configuration.")
+        services.require("longctx_full", embedder=True)
         self.services = services
         self.store = RecordedStore(services.recorder)
         self._next = 1

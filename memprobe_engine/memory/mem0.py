@@ -30,7 +30,6 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, Field, StringConstraints
 
-from memprobe_engine.errors import ConfigError
 from memprobe_engine.events.run import ErrorEvent
 from memprobe_engine.llm.types import ChatMessage, SamplingParams
 from memprobe_engine.memory.vectors import VectorIndex
@@ -105,9 +104,7 @@ class Mem0:
                                   "consolidates them into the store by ADD/UPDATE/DELETE/NONE decisions.")
 
     def __init__(self, services: MemoryServices) -> None:
-        if services.embedder is None or services.chat is None:
-            raise ConfigError("memory system 'mem0' needs a chat client (role memory_writer) and an embedder, "
-                              "but the run configured none. Set both in the run configuration.")
+        services.require("mem0", chat=True, embedder=True)
         self.services = services
         self.store = RecordedStore(services.recorder)
         self.index = VectorIndex(services.embedder)

@@ -58,7 +58,6 @@ from typing import Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 
-from memprobe_engine.errors import ConfigError
 from memprobe_engine.events.memory import MemoryOp
 from memprobe_engine.events.run import ErrorEvent
 from memprobe_engine.llm.embeddings import cosine_top_k
@@ -94,11 +93,7 @@ class MemT:
                                   "with a ReAct tool loop.")
 
     def __init__(self, services: MemoryServices) -> None:
-        missing = [what for what, value in (("a chat client", services.chat), ("an embedder", services.embedder))
-                   if value is None]
-        if missing:
-            raise ConfigError(f"memory system 'memt' needs {' and '.join(missing)}, but none was configured. "
-                              f"Set the memory_writer/reader models and the embedding model in the run configuration.")
+        services.require("memt", chat=True, embedder=True)
         self.services = services
         self.store = RecordedStore(services.recorder)
         self._session = "user"

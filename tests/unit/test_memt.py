@@ -326,5 +326,5 @@ def test_parse_tool_calls_reads_the_usual_variants() -> None:
 # -- wiring ---------------------------------------------------------------------------------------
 def test_memt_is_registered_and_needs_chat_and_embedder() -> None:
     assert load_system_class("memt") is MemT
-    with pytest.raises(ConfigError, match="needs a chat client and an embedder"):
+    with pytest.raises(ConfigError, match=r"needs a chat client \(role memory_writer\) and an embedder"):
         MemT(MemoryServices(recorder=Recorder(None), clock=SimClock()))
