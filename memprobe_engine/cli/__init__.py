@@ -22,8 +22,8 @@ app = typer.Typer(
     add_completion=False,
 )
 
-from memprobe_engine.cli import (doctor_cmd, generate_cmd, llm_cmds, merge_cmd, recording_cmds,  # noqa: E402
-                                 report_cmd, rescore_cmd, run_cmd, sessions_cmds)
+from memprobe_engine.cli import (doctor_cmd, generate_cmd, import_cmd, llm_cmds, merge_cmd,  # noqa: E402
+                                 recording_cmds, report_cmd, rescore_cmd, run_cmd, sessions_cmds)
 
 app.add_typer(recording_cmds.recording_app, name="recording")
 app.add_typer(llm_cmds.llm_app, name="llm")
@@ -35,6 +35,7 @@ app.command("rescore")(rescore_cmd.rescore)
 app.add_typer(sessions_cmds.sessions_app, name="sessions")
 app.add_typer(sessions_cmds.systems_app, name="systems")
 app.add_typer(generate_cmd.generate_app, name="generate")
+app.add_typer(import_cmd.import_app, name="import")
 
 
 def main() -> None:

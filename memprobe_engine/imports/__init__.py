@@ -1,0 +1,11 @@
+"""Importers that turn published benchmark releases into MemProbe sessions and recordings.
+
+``import_release_a`` converts a protocol-A public release (personas, banks, tasks, transcripts,
+final stores, recovery scores and attribution) into a sessions tree and one recording per released
+run, collecting every problem of a messy release in an import report instead of aborting.
+"""
+
+from memprobe_engine.imports.problems import ImportProblem
+from memprobe_engine.imports.release_a import REPORT_FILE, ImportResult, import_release_a
+
+__all__ = ["ImportProblem", "ImportResult", "REPORT_FILE", "import_release_a"]
