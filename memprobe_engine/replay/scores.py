@@ -2,8 +2,8 @@
 
 Per unit (user × system): recovery score B under each access mode (category-balanced: the mean of
 per-category means of the judge scores), task completion A (% of episodes the simulator marked
-satisfied), mean turns C, preference D (/5: per-turn judge means averaged per episode, then over
-episodes) and the memory footprint E. Per system: means over users, A pooled over episodes.
+satisfied), mean turns C, preference D (/5: the mean over all judged turns, as the recovery
+release computes it) and the memory footprint E. Per system: means over users, A pooled over episodes.
 
 These follow ``memprobe_engine.report.tables.table2`` so the overview and the report agree: each
 cell counts its *current* outcome — the latest re-score where one exists (the original stays on
@@ -170,13 +170,14 @@ def _score_board(session: ReplaySession) -> ScoreBoard:
         units[key].satisfied = sum(e.get("end_reason") == "satisfied" for e in rows)
         units[key].a = 100.0 * units[key].satisfied / len(rows)
         units[key].c = fmean(float(e.get("turns", 0)) for e in rows)
-    per_episode: dict[str, list[float]] = defaultdict(list)
+    per_unit: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])
     for (unit_span, _), (total, count) in index.preference.items():
-        if count:
-            per_episode[unit_span].append(total / count)
+        per_unit[unit_span][0] += total
+        per_unit[unit_span][1] += count
     for key, span_id in latest.items():
-        if per_episode.get(span_id):
-            units[key].d = fmean(per_episode[span_id])
+        total, count = per_unit.get(span_id, (0.0, 0.0))
+        if count:
+            units[key].d = total / count
     for foot in index.events("memory_footprint"):
         if (found := unit(foot)) is not None:  # the last footprint of a unit wins (end of trajectory)
             found.items, found.chars = int(foot.get("n_items", 0)), float(foot.get("mean_chars", 0.0))

@@ -54,9 +54,16 @@ def category_means(frames: ReportFrames) -> pd.DataFrame:
 
 
 def user_b(frames: ReportFrames) -> pd.DataFrame:
-    """Per (system, user, mode): category-balanced B, the equal-weight mean of the category means."""
-    grouped = category_means(frames).groupby(["system", "user_id", "mode"], sort=True)["value"]
-    return grouped.mean().rename("B").reset_index()
+    """Per (system, user, mode): category-balanced B, the equal-weight mean of the category means.
+
+    Summed left to right in the canonical category order (skill, knowledge, episodic, self model,
+    preference), as the recovery release does, so imported per-user B equals its rows to the bit."""
+    order = {category.value: rank for rank, category in enumerate(Category)}
+    means = category_means(frames)
+    means = means.assign(_rank=means["category"].map(lambda c: order.get(c, len(order)))).sort_values("_rank",
+                                                                                                     kind="stable")
+    grouped = means.groupby(["system", "user_id", "mode"], sort=True)["value"]
+    return grouped.agg(lambda values: sum(values) / len(values)).rename("B").reset_index()
 
 
 def overflow_systems(frames: ReportFrames) -> set[str]:
@@ -94,8 +101,9 @@ def _category_order(categories: Iterable[str]) -> list[str]:
 def table2(frames: ReportFrames) -> pd.DataFrame:
     """Main results: task completion A, preference D, turns C, B under both modes, footprint."""
     ep, pref, fp, sc = frames.episodes, frames.preferences, frames.footprints, frames.scores
-    per_episode = pref.dropna(subset=["mean"]).groupby(["system", "user_id", "task_index"])["mean"].mean()
-    d_user = per_episode.groupby(level=["system", "user_id"]).mean()
+    # D as the recovery release computes it: the mean over all of a user's judged turns (so longer
+    # episodes weigh more), then mean ± std over users.
+    d_user = pref.dropna(subset=["mean"]).groupby(["system", "user_id"])["mean"].mean()
     c_user = ep.groupby(["system", "user_id"])["turns"].mean()
     b_user = user_b(frames)
     overflowed = overflow_systems(frames)

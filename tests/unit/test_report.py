@@ -4,7 +4,7 @@ Two shard recordings of one run are built with the real writer and recorder in t
 layout (unit → episode spans, footprint, dimension → mode spans with slot-fill, judge score and
 attribution): shard ``a`` holds user u1, shard ``b`` user u2, both for systems alpha and beta.
 Four dimensions per user — two skill, one knowledge, one preference — make the category-balanced
-B differ from a plain mean over dimensions, and the per-episode-then-per-user preference mean
+B differ from a plain mean over dimensions, and the per-user mean over all judged turns
 differ from a pooled one.
 """
 
@@ -172,8 +172,8 @@ def test_table2_by_hand(shards: list[Path]) -> None:
     t2 = build_tables(load_frames(shards), ["table2"])["table2"]
     alpha, beta = _row(t2, system="alpha"), _row(t2, system="beta")
     assert alpha["A_pct"] == pytest.approx(87.5) and beta["A_pct"] == pytest.approx(100.0)
-    # D: per-episode mean of turn means, then per user: alpha u1 (4.5, 3) → 3.75; u2 (5, 3) → 4.0.
-    assert (alpha["D_mean"], alpha["D_std"]) == pytest.approx((3.875, statistics.stdev([3.75, 4.0])))
+    # D: per user, the mean over all judged turns: alpha u1 (4, 5, 3) → 4.0; u2 (5, 4, 4, 1) → 3.5.
+    assert (alpha["D_mean"], alpha["D_std"]) == pytest.approx((3.75, statistics.stdev([4.0, 3.5])))
     assert (beta["D_mean"], beta["D_std"]) == pytest.approx((3.25, statistics.stdev([2.0, 4.5])))
     assert (alpha["C_mean"], alpha["C_std"]) == pytest.approx((2.5, statistics.stdev([3.0, 2.0])))
     assert (beta["C_mean"], beta["C_std"]) == pytest.approx((2.5, statistics.stdev([2.0, 3.0])))
@@ -328,7 +328,7 @@ def test_cli_report_and_merge(shards: list[Path], tmp_path: Path) -> None:
     shown = runner.invoke(app, ["report", str(tmp_path / "m"), "--csv", str(tmp_path / "csv"),
                                 "--parquet", str(tmp_path / "pq"), "--tables", "2,4"])
     assert shown.exit_code == 0, shown.output
-    assert fmt_mean_std(3.875, statistics.stdev([3.75, 4.0])) in shown.output
+    assert fmt_mean_std(3.75, statistics.stdev([4.0, 3.5])) in shown.output
     assert sorted(p.name for p in (tmp_path / "csv").iterdir()) == sorted(
         f"{n}.csv" for n in ("scores", "episodes", "preferences", "footprints", "attribution", "table2", "table4"))
     assert len(list((tmp_path / "pq").iterdir())) == 7
