@@ -45,6 +45,10 @@ CATEGORY_GUIDE: dict[Category, str] = {
                          "tone, format and detail."}
 
 POOL_FILE, USERS_DIR = "pool.json", "users"
+#: Present at the root of a sessions tree imported from a published release: its text is kept
+#: verbatim, so the *authoring* rules (sentence counts, phrase length, age range, the leak check,
+#: pool names that spell out an answer) are relaxed there; structural rules always hold.
+IMPORTED_MARKER = "IMPORTED.json"
 PROFILE_FILE, BANK_FILE, TASKS_FILE = "profile.json", "bank.json", "tasks.json"
 USER_FILES = (PROFILE_FILE, BANK_FILE, TASKS_FILE)
 MAX_SHORT_WORDS = 15
@@ -143,8 +147,9 @@ def _group_counts(categories: Any, noun: str, exact: bool) -> list[tuple[str, st
     return issues
 
 
-def pool_issues(categories: Any) -> list[tuple[str, str]]:
-    """Every category present with at least its slot count; names unique; names not answers."""
+def pool_issues(categories: Any, *, authoring: bool = True) -> list[tuple[str, str]]:
+    """Every category present with at least its slot count; names unique; names not answers
+    (that last one an authoring rule, skipped when ``authoring`` is False)."""
     issues = _group_counts(categories, "dimensions", exact=False)
     seen: dict[str, str] = {}
     for cat, dims in (categories.items() if isinstance(categories, Mapping) else ()):
@@ -158,7 +163,7 @@ def pool_issues(categories: Any) -> list[tuple[str, str]]:
             answers = dim.get("answer_space")
             answers = answers if isinstance(answers, list) else []
             named = [a for a in answers if isinstance(a, str) and a.lower() in name.split("_")]
-            if named:
+            if named and authoring:
                 issues.append((f"{at}.name", f"name spells out an answer ({named[0]!r}); name "
                                              f"the axis, not a position on it"))
     return issues
@@ -202,8 +207,10 @@ def bank_view(categories: Any) -> dict[str, tuple[str, str]] | None:
             if isinstance(e.get("dimension"), str)}
 
 
-def task_issues(tasks: Any, bank: Mapping[str, tuple[str, str]] | None) -> list[tuple[str, str]]:
-    """Unique ids; one task per bank dimension with the bank's category; no target leak."""
+def task_issues(tasks: Any, bank: Mapping[str, tuple[str, str]] | None, *,
+                authoring: bool = True) -> list[tuple[str, str]]:
+    """Unique ids; one task per bank dimension with the bank's category; no target leak (the leak
+    check is an authoring rule, skipped when ``authoring`` is False)."""
     issues: list[tuple[str, str]] = []
     ids: dict[str, int] = {}
     dims: dict[str, int] = {}
@@ -229,7 +236,7 @@ def task_issues(tasks: Any, bank: Mapping[str, tuple[str, str]] | None) -> list[
         if task.get("category", cat) != cat:
             issues.append((f"{at}.category", f"{BANK_FILE} files {dim!r} under {cat}, the task "
                                              f"says {task['category']}"))
-        if isinstance(task.get("task"), str) and (why := leak_reason(task["task"], short)):
+        if authoring and isinstance(task.get("task"), str) and (why := leak_reason(task["task"], short)):
             issues.append((f"{at}.task", f"task statement leaks the target: it {why}"))
     for dim, (cat, _) in (bank or {}).items():
         if dim not in dims:

@@ -21,7 +21,7 @@ from pydantic import (BaseModel, ConfigDict, Field, JsonValue, ValidationError, 
                       field_validator, model_validator)
 
 from memprobe_engine.errors import MemProbeError
-from memprobe_engine.recovery.input_rules import (BANK_FILE, CATEGORY_DISPLAY, CATEGORY_GUIDE,
+from memprobe_engine.recovery.input_rules import (BANK_FILE, CATEGORY_DISPLAY, CATEGORY_GUIDE, IMPORTED_MARKER,
                                                   CATEGORY_SLOTS, IDENT, MAX_SHORT_WORDS,
                                                   POOL_FILE, PROFILE_FILE, SNAKE, TASKS_FILE,
                                                   USER_FILES, USERS_DIR, Category, bank_issues,
@@ -45,6 +45,16 @@ class _Strict(BaseModel):
 
 def _skip_cross(info: ValidationInfo) -> bool:
     return bool((info.context or {}).get("skip_cross"))
+
+
+def _relaxed(info: ValidationInfo) -> bool:
+    """Authoring rules are off for trees imported from a release (``IMPORTED.json`` at the root)."""
+    return bool((info.context or {}).get("relaxed"))
+
+
+def is_imported(root: Path) -> bool:
+    """Whether the sessions tree at ``root`` was imported from a published release."""
+    return (root / IMPORTED_MARKER).exists()
 
 
 def _raise_issues(issues: list[tuple[str, str]]) -> None:
@@ -78,7 +88,7 @@ class DimensionPool(_Strict):
     @model_validator(mode="after")
     def _cross(self, info: ValidationInfo) -> DimensionPool:
         if not _skip_cross(info):
-            _raise_issues(pool_issues(self.model_dump(mode="json")["categories"]))
+            _raise_issues(pool_issues(self.model_dump(mode="json")["categories"], authoring=not _relaxed(info)))
         return self
 
     def names(self, category: Category | None = None) -> list[str]:
@@ -109,16 +119,16 @@ class BankEntry(_Strict):
 
     @field_validator("short")
     @classmethod
-    def _short_is_short(cls, value: str) -> str:
-        if len(value.split()) > MAX_SHORT_WORDS:
+    def _short_is_short(cls, value: str, info: ValidationInfo) -> str:
+        if not _relaxed(info) and len(value.split()) > MAX_SHORT_WORDS:
             raise ValueError(f"target phrase has {len(value.split())} words; keep it to "
                              f"{MAX_SHORT_WORDS} or fewer")
         return value
 
     @field_validator("explanation")
     @classmethod
-    def _two_to_four_sentences(cls, value: str) -> str:
-        if not 2 <= (n := count_sentences(value)) <= 4:
+    def _two_to_four_sentences(cls, value: str, info: ValidationInfo) -> str:
+        if not _relaxed(info) and not 2 <= (n := count_sentences(value)) <= 4:
             raise ValueError(f"explanation must have 2-4 sentences, found {n}")
         return value
 
@@ -163,7 +173,7 @@ class PersonaProfile(_Strict):
     """The persona the simulated user acts from; typed core fields plus free-form ``extra``."""
 
     name: str = Field(min_length=1)
-    age: int = Field(ge=13, le=110)
+    age: int = Field(ge=0, le=130)
     gender: str
     location: str
     occupation: str
@@ -171,6 +181,13 @@ class PersonaProfile(_Strict):
     values: list[str] = Field(min_length=1)
     communication_style: str = Field(min_length=10)
     extra: dict[str, JsonValue] = Field(default_factory=dict)
+
+    @field_validator("age")
+    @classmethod
+    def _adult_enough(cls, value: int, info: ValidationInfo) -> int:
+        if not _relaxed(info) and not 13 <= value <= 110:
+            raise ValueError(f"age {value} is outside 13-110, the range simulated users are written for")
+        return value
 
 
 class Task(_Strict):
@@ -191,8 +208,8 @@ class Task(_Strict):
 
     @field_validator("task")
     @classmethod
-    def _one_to_three_sentences(cls, value: str) -> str:
-        if not 1 <= (n := count_sentences(value)) <= 3:
+    def _one_to_three_sentences(cls, value: str, info: ValidationInfo) -> str:
+        if not _relaxed(info) and not 1 <= (n := count_sentences(value)) <= 3:
             raise ValueError(f"task statement must have 1-3 sentences, found {n}")
         return value
 
@@ -214,7 +231,7 @@ class UserTasks(_Strict):
         if not _skip_cross(info):
             bank = (info.context or {}).get("bank")
             view = bank_view(bank.model_dump(mode="json")["categories"]) if bank else None
-            _raise_issues(task_issues(self.model_dump(mode="json")["tasks"], view))
+            _raise_issues(task_issues(self.model_dump(mode="json")["tasks"], view, authoring=not _relaxed(info)))
         return self
 
     def for_dimension(self, dimension: str) -> Task | None:
@@ -230,11 +247,11 @@ class SimUser(_Strict):
     tasks: UserTasks
 
     @model_validator(mode="after")
-    def _consistent(self) -> SimUser:
+    def _consistent(self, info: ValidationInfo) -> SimUser:
         if {self.bank.user_id, self.tasks.user_id} != {self.user_id}:
             raise ValueError(f"bank/tasks user_id must equal {self.user_id!r}")
         view = bank_view(self.bank.model_dump(mode="json")["categories"])
-        _raise_issues(task_issues(self.tasks.model_dump(mode="json")["tasks"], view))
+        _raise_issues(task_issues(self.tasks.model_dump(mode="json")["tasks"], view, authoring=not _relaxed(info)))
         return self
 
 
@@ -282,12 +299,12 @@ def _read_json(path: Path, problems: list[Problem]) -> Any:
     return _MISSING
 
 
-def _validate(model: type[M], raw: Any, path: Path, problems: list[Problem]) -> M | None:
+def _validate(model: type[M], raw: Any, path: Path, problems: list[Problem], relaxed: bool) -> M | None:
     """Field-level validation only (cross rules skipped); pydantic errors become Problems."""
     if raw is _MISSING:
         return None
     try:
-        return model.model_validate(raw, context={"skip_cross": True})
+        return model.model_validate(raw, context={"skip_cross": True, "relaxed": relaxed})
     except ValidationError as err:
         for e in err.errors(include_url=False):
             msg = e["msg"].removeprefix("Value error, ")
@@ -304,25 +321,25 @@ def _categories(raw: Any) -> Any:
     return raw.get("categories") if isinstance(raw, dict) else None
 
 
-def _check_pool(path: Path) -> tuple[DimensionPool | None, list[Problem]]:
+def _check_pool(path: Path, relaxed: bool) -> tuple[DimensionPool | None, list[Problem]]:
     problems: list[Problem] = []
     raw = _read_json(path, problems)
     if raw is _MISSING:
         return None, problems
-    pool = _validate(DimensionPool, raw, path, problems)
-    _add(path, pool_issues(_categories(raw)), problems)
+    pool = _validate(DimensionPool, raw, path, problems, relaxed)
+    _add(path, pool_issues(_categories(raw), authoring=not relaxed), problems)
     return (pool if isinstance(pool, DimensionPool) and not problems else None), problems
 
 
-def _check_user(user_dir: Path, pool: DimensionPool | None,
+def _check_user(user_dir: Path, pool: DimensionPool | None, relaxed: bool,
                 only: str | None = None) -> tuple[SimUser | None, list[Problem]]:
     """Validate one user directory; with ``only`` set, report problems of that file alone."""
     found: dict[str, list[Problem]] = {name: [] for name in USER_FILES}
     raw = {name: _read_json(user_dir / name, found[name]) for name in USER_FILES}
     profile = _validate(PersonaProfile, raw[PROFILE_FILE], user_dir / PROFILE_FILE,
-                        found[PROFILE_FILE])
-    bank = _validate(UserBank, raw[BANK_FILE], user_dir / BANK_FILE, found[BANK_FILE])
-    tasks = _validate(UserTasks, raw[TASKS_FILE], user_dir / TASKS_FILE, found[TASKS_FILE])
+                        found[PROFILE_FILE], relaxed)
+    bank = _validate(UserBank, raw[BANK_FILE], user_dir / BANK_FILE, found[BANK_FILE], relaxed)
+    tasks = _validate(UserTasks, raw[TASKS_FILE], user_dir / TASKS_FILE, found[TASKS_FILE], relaxed)
     for name in (BANK_FILE, TASKS_FILE):
         ident = raw[name].get("user_id") if isinstance(raw[name], dict) else None
         if isinstance(ident, str) and ident != user_dir.name:
@@ -341,11 +358,12 @@ def _check_user(user_dir: Path, pool: DimensionPool | None,
             found[TASKS_FILE].append(Problem(file=str(user_dir / TASKS_FILE), message=(
                 f"no readable {BANK_FILE} beside it; tasks were not checked against the bank")))
         raw_tasks = raw[TASKS_FILE].get("tasks") if isinstance(raw[TASKS_FILE], dict) else None
-        _add(user_dir / TASKS_FILE, task_issues(raw_tasks, view), found[TASKS_FILE])
+        _add(user_dir / TASKS_FILE, task_issues(raw_tasks, view, authoring=not relaxed), found[TASKS_FILE])
     problems = found[only] if only else [p for name in USER_FILES for p in found[name]]
     if any(found.values()) or pool is None or profile is None or bank is None or tasks is None:
         return None, problems
-    return SimUser(user_id=user_dir.name, profile=profile, bank=bank, tasks=tasks), problems
+    return SimUser.model_validate({"user_id": user_dir.name, "profile": profile, "bank": bank, "tasks": tasks},
+                                  context={"relaxed": relaxed}), problems
 
 
 def _user_dirs(root: Path) -> list[Path]:
@@ -354,38 +372,44 @@ def _user_dirs(root: Path) -> list[Path]:
         if users.is_dir() else []
 
 
-def validate_sessions(path: str | Path) -> list[Problem]:
+def validate_sessions(path: str | Path, *, relaxed: bool | None = None) -> list[Problem]:
     """Every problem under ``path``: a sessions root, one user directory, or one JSON file.
 
-    Never stops at the first problem; an empty list means the inputs load cleanly.
+    Never stops at the first problem; an empty list means the inputs load cleanly. ``relaxed``
+    turns the authoring rules off; by default they are off exactly for imported trees.
     """
     path = Path(path)
     if not path.exists():
         return [Problem(file=str(path), message="path does not exist")]
     if path.is_file():
+        root = path.parent if path.name == POOL_FILE else path.parent.parent.parent
+        lax = is_imported(root) if relaxed is None else relaxed
         if path.name == POOL_FILE:
-            return _check_pool(path)[1]
+            return _check_pool(path, lax)[1]
         if path.name not in USER_FILES:
             return [Problem(file=str(path), message=f"not a sessions file; expected {POOL_FILE} "
                                                     f"or one of {', '.join(USER_FILES)}")]
-        pool = _check_pool(path.parent.parent.parent / POOL_FILE)[0]
-        return _check_user(path.parent, pool, only=path.name)[1]
+        pool = _check_pool(root / POOL_FILE, lax)[0]
+        return _check_user(path.parent, pool, lax, only=path.name)[1]
     is_user = path.parent.name == USERS_DIR or any((path / f).exists() for f in USER_FILES)
     if is_user and not (path / POOL_FILE).exists():
-        pool, problems = _check_pool(path.parent.parent / POOL_FILE)
-        return problems + _check_user(path, pool)[1]
-    pool, problems = _check_pool(path / POOL_FILE)
+        lax = is_imported(path.parent.parent) if relaxed is None else relaxed
+        pool, problems = _check_pool(path.parent.parent / POOL_FILE, lax)
+        return problems + _check_user(path, pool, lax)[1]
+    lax = is_imported(path) if relaxed is None else relaxed
+    pool, problems = _check_pool(path / POOL_FILE, lax)
     dirs = _user_dirs(path)
     if not dirs:
         problems.append(Problem(file=str(path / USERS_DIR), message="no user directories found"))
     for user_dir in dirs:
-        problems.extend(_check_user(user_dir, pool)[1])
+        problems.extend(_check_user(user_dir, pool, lax)[1])
     return problems
 
 
 def load_pool(path: str | Path) -> DimensionPool:
     """Load and fully validate a taxonomy pool; raises :class:`SessionDataError` on problems."""
-    pool, problems = _check_pool(Path(path))
+    path = Path(path)
+    pool, problems = _check_pool(path, is_imported(path.parent))
     if pool is None:
         raise SessionDataError(problems)
     return pool
@@ -394,10 +418,11 @@ def load_pool(path: str | Path) -> DimensionPool:
 def load_user(user_dir: str | Path, pool: DimensionPool | None = None) -> SimUser:
     """Load one user directory, checked against ``pool`` (default: ``<dir>/../../pool.json``)."""
     user_dir = Path(user_dir)
+    relaxed = is_imported(user_dir.parent.parent)
     problems: list[Problem] = []
     if pool is None:
-        pool, problems = _check_pool(user_dir.parent.parent / POOL_FILE)
-    user, user_problems = _check_user(user_dir, pool)
+        pool, problems = _check_pool(user_dir.parent.parent / POOL_FILE, relaxed)
+    user, user_problems = _check_user(user_dir, pool, relaxed)
     if user is None:
         raise SessionDataError(problems + user_problems)
     return user
@@ -419,7 +444,7 @@ def load_users(sessions_dir: str | Path, ids: Iterable[str] | None = None) -> li
     problems: list[Problem] = []
     users: list[SimUser] = []
     for user_dir in dirs:
-        user, found = _check_user(user_dir, pool)
+        user, found = _check_user(user_dir, pool, is_imported(root))
         problems.extend(found)
         if user is not None:
             users.append(user)

@@ -93,7 +93,7 @@ def gather(reader: RecordingReader, case: Case) -> CaseMaterial:
     entry_data = next((e for e in inputs["bank"] if e["dimension"] == case.dimension), None)
     if entry_data is None:
         raise RecordingError(f"{reader.directory}: {case.dimension} is not in the recorded bank of {case.user_id}.")
-    entry = BankEntry.model_validate(entry_data)
+    entry = BankEntry.model_validate(entry_data, context={"relaxed": True})  # accepted when the run was made
     pool_data = inputs.get("pool", {}).get(case.dimension)
     task = next((t for t in inputs["tasks"] if t["dimension"] == case.dimension), {"task": ""})
     fill = score = retrieval = None

@@ -24,7 +24,7 @@ from memprobe_engine.imports import ImportResult, import_release_a
 from memprobe_engine.imports.release_files import system_of
 from memprobe_engine.imports.release_sessions import is_relaxed
 from memprobe_engine.recovery.input_rules import Category
-from memprobe_engine.recovery.inputs import DimensionPool, load_user, validate_sessions
+from memprobe_engine.recovery.inputs import DimensionPool, load_user, load_users, validate_sessions
 from memprobe_engine.recovery.unit import tasks_for, unit_inputs
 from memprobe_engine.report.frames import ReportFrames, load_frames
 from memprobe_engine.report.tables import category_means, user_b
@@ -183,7 +183,10 @@ def test_attribution_labels_and_counts_reproduce_the_release(imported: ImportRes
 
 
 def test_imported_sessions_validate_under_relaxed_rules(imported: ImportResult) -> None:
-    problems = validate_sessions(imported.sessions)
+    assert validate_sessions(imported.sessions) == [], "an imported tree validates (authoring rules relaxed)"
+    users = load_users(imported.sessions)  # and loads, so `memprobe run --sessions` can run the paper's users
+    assert [u.user_id for u in users] == ["user_001", "user_002"] and users[0].profile.age == 11
+    problems = validate_sessions(imported.sessions, relaxed=False)
     assert problems and all(is_relaxed(p) for p in problems), [str(p) for p in problems if not is_relaxed(p)]
     profile = load("users/user_002/profile.json", imported.sessions)
     assert profile["age"] == 48 and profile["location"] == "Fort Bragg, United States"
@@ -274,3 +277,25 @@ def test_cli_imports_and_prints_the_report(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert "0 errors, 0 warnings" in result.output and "import-report.json" in result.output
     assert (tmp_path / "out" / "recordings" / "memt_memonly_pooled_50" / "events.jsonl").exists()
+
+
+def test_imported_users_run_against_any_system(imported: ImportResult, tmp_path: Path) -> None:
+    """The paper's own users and tasks, run through our pipeline (scripted models)."""
+    import asyncio
+
+    from memprobe_engine.llm.config import LLMConfig
+    from memprobe_engine.llm.spec import parse_spec
+    from memprobe_engine.recovery.rollout import RolloutSettings
+    from memprobe_engine.runner import RecoveryPlan, run_recovery
+    from tests.functional.recovery_oracle import RecoveryOracle, plan_for
+
+    user = load_users(imported.sessions, ["user_002"])[0]
+    chosen = [e.dimension for e in user.bank.entries][:2]
+    plan_for(chosen)
+    plan = RecoveryPlan(sessions_dir=imported.sessions, users=["user_002"], dimensions=chosen,
+                        systems=["longctx_full"], modes=["dump_all", "retrieve"], settings=RolloutSettings(max_turns=2))
+    config = LLMConfig(models={"default": parse_spec("openai:scripted@http://127.0.0.1:9/v1")})
+    oracle = RecoveryOracle()
+    record = asyncio.run(run_recovery(plan, tmp_path / "run", llm_config=config, backend_factory=lambda spec: oracle))
+    scores = [e for e in open_recording(record).iter_events(kinds=["judge_score"])]
+    assert {(e.dimension, e.mode) for e in scores} == {(d, m) for d in chosen for m in ("dump_all", "retrieve")}
