@@ -12,7 +12,6 @@ import time
 from collections import Counter
 from pathlib import Path
 
-import pytest
 
 from memprobe_engine.events.reader import open_recording
 from memprobe_engine.llm.config import LLMConfig

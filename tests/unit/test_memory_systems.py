@@ -15,7 +15,7 @@ import pytest
 
 from memprobe_engine.errors import ConfigError, RecordingError
 from memprobe_engine.events.header import new_header
-from memprobe_engine.events.reader import RecordingReader, open_recording
+from memprobe_engine.events.reader import open_recording
 from memprobe_engine.events.recorder import Recorder
 from memprobe_engine.events.writer import EventWriter, open_writer
 from memprobe_engine.memory.base import (Footprint, MemoryServices, MemorySystem, Observation, RecordedStore,
