@@ -165,7 +165,8 @@ async def run_recovery(plan: RecoveryPlan, record: Path, *, llm_config: Any, con
     reader_spec = llm_config.spec_for("slot_filler")
     ctx = UnitContext(chat=chat, embedder=None, recorder=recorder, pool=pool, settings=plan.settings,
                       modes=plan.modes, reader_context_tokens=reader_spec.context_tokens or 128_000,
-                      stage0=state.stage0, scoring_concurrency=concurrency)
+                      stage0=state.stage0, scoring_concurrency=concurrency,
+                      progress=(lambda line: progress(line, done, len(units))) if progress is not None else None)
     if embedder is None and any(s != "nomem" for s in plan.systems):
         from memprobe_engine.llm.embeddings import Embedder
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,6 +35,8 @@ class UnitContext:
     reader_context_tokens: int
     stage0: Stage0Cache
     scoring_concurrency: int = 1
+    #: Receives one line per finished episode and scoring phase (the runner prints them on long runs).
+    progress: Callable[[str], None] | None = None
 
 
 def unit_seed(run_seed: int, user_id: str, system: str) -> int:
@@ -78,6 +80,10 @@ async def run_unit(ctx: UnitContext, user: SimUser, system_name: str, dimensions
                     episodes[task.dimension] = await run_episode(
                         chat=ctx.chat, recorder=recorder, system=system, user=user, task=task, task_index=index,
                         clock=services.clock, settings=ctx.settings)
+                if ctx.progress is not None:
+                    episode = episodes[task.dimension]
+                    ctx.progress(f"{user.user_id} × {system_name}: task {index + 1}/{len(tasks)} "
+                                 f"{episode.end_reason} after {episode.turns} turn(s)")
             finish = getattr(system, "finish", None)
             if finish is not None:
                 await finish()  # batch writers flush what is still queued
@@ -103,4 +109,7 @@ async def run_unit(ctx: UnitContext, user: SimUser, system_name: str, dimensions
                                             mode=mode, stage0=ctx.stage0)
 
         with recorder.span("recovery", "recovery"):
+            if ctx.progress is not None:
+                ctx.progress(f"{user.user_id} × {system_name}: scoring {len(tasks)} dimension(s) × "
+                             f"{len(ctx.modes)} mode(s)")
             await asyncio.gather(*(recover(task) for task in tasks))
