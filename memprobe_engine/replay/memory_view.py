@@ -39,6 +39,8 @@ class StoreView:
     added: int
     updated: int
     deleted: int
+    #: Said above the store when the recording cannot show per-step writes (an imported release).
+    note: str | None = None
 
     def groups(self) -> tuple[str | None, list[str]]:
         """(grouping field, its values) for the category filter; (None, []) when items have none."""
@@ -97,7 +99,16 @@ def store_view(session: ReplaySession, user_id: str, system: str, after_seq: int
     before = session.store_at(user_id, system, before_seq) if before_seq >= 0 else {}
     rows = diff_rows(before, after)
     count = {mark: sum(1 for r in rows if r.mark == mark) for mark in "+~-"}
-    return StoreView(user_id, system, before_seq, after_seq, rows, len(after), count["+"], count["~"], count["-"])
+    return StoreView(user_id, system, before_seq, after_seq, rows, len(after), count["+"], count["~"], count["-"],
+                     note=store_note(session))
+
+
+def store_note(session: ReplaySession) -> str | None:
+    """What the memory view must say about the recording's store history, if anything."""
+    if session.header.config.get("source") == "release-a":
+        return ("imported from the published release, which holds only each user's final store: it "
+                "appears once, after the last episode; there are no per-turn writes")
+    return None
 
 
 def item_history(session: ReplaySession, user_id: str, system: str, item_id: str,

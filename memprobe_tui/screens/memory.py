@@ -26,7 +26,7 @@ class MemoryScreen(ReplayScreen):
     None shows the final store against the one before its last operation."""
 
     DEFAULT_CSS = """
-    MemoryScreen #info { height: 1; padding: 0 1; color: $text-muted; }
+    MemoryScreen #info { height: auto; max-height: 3; padding: 0 1; color: $text-muted; }
     MemoryScreen #search { display: none; height: 3; }
     MemoryScreen #search.shown { display: block; }
     MemoryScreen StoreTable { height: 1fr; }
@@ -123,9 +123,11 @@ class MemoryScreen(ReplayScreen):
                        f" · {view.size} items")
         group = f"{self.group[0]}={self.group[1]}" if self.group else (f"{field}=all" if field else "no groups")
         shown = f" · showing {len(rows)}" if len(rows) != len(view.rows) else ""
+        note = f"\n⚠ {view.note}" if view.note else ""
         self.query_one("#info", Static).update(
             f"vs seq {view.before_seq}: +{view.added} ~{view.updated} -{view.deleted} · {group}"
-            f"{' · /' + self.search if self.search else ''}{' · changes only' if self.changes_only else ''}{shown}")
+            f"{' · /' + self.search if self.search else ''}{' · changes only' if self.changes_only else ''}{shown}"
+            f"{note}")
         self._show_item()
 
     def _show_item(self) -> None:

@@ -201,3 +201,20 @@ def test_every_recorded_kind_has_a_one_line_description() -> None:
         kinds.setdefault(event.kind, describe(event))
     assert len(kinds) >= 14
     assert all(summary and "\n" not in summary for _, summary in kinds.values())
+
+
+def test_store_view_says_an_imported_release_has_only_final_stores(tmp_path: Path) -> None:
+    """The memory view of an imported run states plainly that there are no per-turn writes."""
+    from memprobe_engine.events.header import new_header
+    from memprobe_engine.events.writer import open_writer
+    from memprobe_engine.replay import ReplaySession
+    from memprobe_engine.replay.memory_view import store_note
+
+    for source, expected in (("release-a", "final store"), (None, None)):
+        folder = tmp_path / f"rec-{source}"
+        open_writer(folder, new_header("r", "recovery", {"source": source} if source else {})).close()
+        (folder / "events.jsonl").touch()
+        session = ReplaySession.open(folder)
+        note = store_note(session)
+        assert (note is None) if expected is None else (expected in (note or ""))
+        session.close()
