@@ -7,10 +7,14 @@ keeps every request it received so tests can assert what the client sent.
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import re
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Union
 
+import numpy as np
+import numpy.typing as npt
 import orjson
 
 from memprobe_engine.events.header import new_header
@@ -74,3 +78,29 @@ def temp_recording(directory: Path) -> Iterator[Recorder]:
         yield Recorder(writer)
     finally:
         writer.close()
+
+
+class BagOfWordsEmbedder:
+    """Deterministic embedder double: word counts, L2-normalised. By default each word gets its own
+    column (a vocabulary grown in order of first sight, no collisions); ``hashed=True`` folds words
+    into ``dim`` buckets by sha256 instead. Remembers every text it embedded."""
+
+    def __init__(self, dim: int = 512, *, hashed: bool = False) -> None:
+        self.dim = dim
+        self.hashed = hashed
+        self.vocabulary: dict[str, int] = {}
+        self.embedded: list[str] = []
+
+    def _column(self, word: str) -> int:
+        if self.hashed:
+            return int(hashlib.sha256(word.encode()).hexdigest(), 16) % self.dim
+        return self.vocabulary.setdefault(word, len(self.vocabulary))
+
+    async def embed(self, texts: list[str]) -> npt.NDArray[np.float32]:
+        self.embedded.extend(texts)
+        rows = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for word in re.findall(r"[a-z]+", text.lower()):
+                rows[row, self._column(word)] += 1.0
+        norms = np.linalg.norm(rows, axis=1, keepdims=True)
+        return (rows / np.where(norms == 0, 1.0, norms)).astype(np.float32)

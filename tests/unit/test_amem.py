@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import numpy.typing as npt
 
 from memprobe_engine.events.reader import open_recording
 from memprobe_engine.events.recorder import Recorder
@@ -18,23 +15,10 @@ from memprobe_engine.llm.types import ChatRequest
 from memprobe_engine.memory.amem import EVOLVE_SYSTEM, NOTE_SYSTEM, AMem
 from memprobe_engine.memory.base import MemoryServices, MemorySystem, Observation, SimClock
 from memprobe_engine.memory.timeline import store_at
-from tests.doubles import ScriptedBackend, read_events, temp_recording
+from tests.doubles import BagOfWordsEmbedder, ScriptedBackend, read_events, temp_recording
 
 
-class VocabEmbedder:
-    """Test double: bag of words over a vocabulary grown in order of first sight (no collisions)."""
-
-    def __init__(self, dim: int = 512) -> None:
-        self.dim = dim
-        self.vocabulary: dict[str, int] = {}
-
-    async def embed(self, texts: list[str]) -> npt.NDArray[np.float32]:
-        rows = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for row, text in enumerate(texts):
-            for word in re.findall(r"[a-z]+", text.lower()):
-                rows[row, self.vocabulary.setdefault(word, len(self.vocabulary))] += 1.0
-        norms = np.linalg.norm(rows, axis=1, keepdims=True)
-        return (rows / np.where(norms == 0, 1.0, norms)).astype(np.float32)
+VocabEmbedder = BagOfWordsEmbedder
 
 
 DINNER = "Plan a vegetarian dinner menu for Friday."

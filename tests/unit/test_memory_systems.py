@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Iterator
 from importlib.metadata import EntryPoint
 from pathlib import Path
 from typing import Any, ClassVar
 
-import numpy as np
-import numpy.typing as npt
 import pytest
 
 from memprobe_engine.errors import ConfigError, RecordingError
@@ -29,22 +26,11 @@ from memprobe_engine.memory.timeline import (CHECKPOINT_EVERY, StoreTimeline, re
                                              store_diff)
 
 ROOT = Path(__file__).resolve().parents[2]
+from tests.doubles import BagOfWordsEmbedder
 
 
-class HashingEmbedder:
-    """Test double: bag of words hashed into 64 buckets, L2-normalised; counts the texts it embeds."""
-
-    def __init__(self) -> None:
-        self.embedded: list[str] = []
-
-    async def embed(self, texts: list[str]) -> npt.NDArray[np.float32]:
-        self.embedded.extend(texts)
-        rows = np.zeros((len(texts), 64), dtype=np.float32)
-        for row, text in enumerate(texts):
-            for word in re.findall(r"[a-z]+", text.lower()):
-                rows[row, int(hashlib.sha256(word.encode()).hexdigest(), 16) % 64] += 1.0
-        norms = np.linalg.norm(rows, axis=1, keepdims=True)
-        return (rows / np.where(norms == 0, 1.0, norms)).astype(np.float32)
+def HashingEmbedder() -> BagOfWordsEmbedder:  # noqa: N802 (kept as the tests' name for it)
+    return BagOfWordsEmbedder(64, hashed=True)
 
 
 @pytest.fixture

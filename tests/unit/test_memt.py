@@ -3,14 +3,10 @@ recoverable handling of bad policy output, and the store rebuilt from its record
 
 from __future__ import annotations
 
-import hashlib
-import re
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import numpy.typing as npt
 import orjson
 import pytest
 
@@ -27,21 +23,13 @@ from memprobe_engine.memory.memt_prompts import MAX_TOOL_STEPS
 from memprobe_engine.memory.memt_react import ToolCall, ToolCallError, parse_tool_calls
 from memprobe_engine.memory.registry import load_system_class
 from memprobe_engine.memory.timeline import store_at
-from tests.doubles import ScriptedBackend, read_events, temp_recording
+from tests.doubles import BagOfWordsEmbedder, ScriptedBackend, read_events, temp_recording
 
 USER = "u1"
 
 
-class WordEmbedder:
-    """Deterministic test embedder: bag of words hashed into 64 buckets, L2-normalised."""
-
-    async def embed(self, texts: list[str]) -> npt.NDArray[np.float32]:
-        rows = np.zeros((len(texts), 64), dtype=np.float32)
-        for row, text in enumerate(texts):
-            for word in re.findall(r"[a-z]+", text.lower()):
-                rows[row, int(hashlib.sha256(word.encode()).hexdigest(), 16) % 64] += 1.0
-        norms = np.linalg.norm(rows, axis=1, keepdims=True)
-        return (rows / np.where(norms == 0, 1.0, norms)).astype(np.float32)
+def WordEmbedder() -> BagOfWordsEmbedder:  # noqa: N802 (kept as the tests' name for it)
+    return BagOfWordsEmbedder(64, hashed=True)
 
 
 class Policy:
