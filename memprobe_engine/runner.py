@@ -25,10 +25,12 @@ import orjson
 
 from memprobe_engine.errors import ConfigError, RecordingError
 from memprobe_engine.events.header import HEADER_FILE, new_header
+from memprobe_engine.events.payloads import PayloadReader
 from memprobe_engine.events.reader import open_recording
 from memprobe_engine.events.recorder import Recorder
 from memprobe_engine.events.run import ErrorEvent, RunEnd, RunStart
 from memprobe_engine.events.writer import open_writer
+from memprobe_engine.llm.backends.replay import recorded_answers
 from memprobe_engine.llm.types import ChatResult, Usage
 from memprobe_engine.recovery.attribution import Stage0Cache, Stage0Verdict
 from memprobe_engine.recovery.inputs import SimUser, load_pool, load_users
@@ -100,6 +102,7 @@ class ResumeState:
 def load_resume_state(record: Path) -> ResumeState:
     """Read what an earlier session of this run finished: units, model responses, stage-0 verdicts."""
     state = ResumeState()
+    payloads = PayloadReader(record)
     with open_recording(record) as reader:
         open_units: dict[str, tuple[str, str]] = {}
         for event in reader.iter_events(kinds=["span_begin", "span_end", "llm_call", "attribution_stage"]):
@@ -108,10 +111,13 @@ def load_resume_state(record: Path) -> ResumeState:
             elif event.kind == "span_end" and event.span_id in open_units and event.status == "ok":
                 state.completed_units.add(open_units[event.span_id])
             elif event.kind == "llm_call" and event.error is None and event.response_text is not None:
-                state.responses.setdefault(event.request_hash, ChatResult(
-                    text=event.response_text, model=event.model,
-                    usage=Usage(prompt_tokens=event.usage.prompt_tokens,
-                                completion_tokens=event.usage.completion_tokens)))
+                # Every round of a repaired (or excluded) call, so a resumed call repairs exactly as
+                # the recorded one did instead of asking its repair rounds again.
+                for key, text in recorded_answers(event.model_dump(mode="json"), payloads).items():
+                    usage = event.usage if key == event.request_hash else None
+                    state.responses.setdefault(key, ChatResult(text=text, model=event.model, usage=Usage(
+                        prompt_tokens=usage.prompt_tokens if usage else 0,
+                        completion_tokens=usage.completion_tokens if usage else 0)))
             elif event.kind == "attribution_stage" and event.stage == 0 and event.verdict in ("can_invite",
                                                                                               "cannot_invite"):
                 state.stage0.put(event.user_id, event.dimension,

@@ -195,3 +195,39 @@ def test_rescore_in_retrieve_mode_reads_the_recorded_top_k(tmp_path: Path) -> No
     assert [item["id"] for item in material.memory] == retrieval.item_ids and material.memory
     dump = gather(reader, Case(USER, "longctx_full", chosen[1], "dump_all"))
     assert len(dump.memory) > len(material.memory)
+
+
+class GarblingOracle(RecoveryOracle):
+    """Answers the judge of one dimension with prose, so that call ends excluded after its repairs."""
+
+    def __init__(self, garbled: str) -> None:
+        super().__init__()
+        self.garbled = garbled
+
+    def answer(self, request):  # type: ignore[no-untyped-def]
+        role, text = super().answer(request)
+        first_ask = f"DIMENSION: {self.garbled.replace('_', ' ')}" in request.messages[-1].content
+        repair_round = any(m.role == "assistant" for m in request.messages)  # only garbled judges get repaired
+        if role == "recovery_judge" and (first_ask or repair_round):
+            return role, "I would rather not grade this."
+        return role, text
+
+
+def test_resume_replays_an_excluded_call_without_asking_its_repairs_again(tmp_path: Path) -> None:
+    chosen = dims(2)
+    plan_for(chosen)
+    first = GarblingOracle(chosen[1])
+    record = run(tmp_path, first, chosen, ["longctx_full"])
+    excluded = [e for e in open_recording(record).iter_events(kinds=["llm_call"]) if e.excluded]
+    assert excluded and excluded[0].repairs == 2
+    # Crash right after the excluded call: keep the events up to it, drop the rest.
+    events = record / "events.jsonl"
+    lines = events.read_bytes().splitlines(keepends=True)
+    events.write_bytes(b"".join(lines[:excluded[0].seq + 1]))
+    second = GarblingOracle(chosen[1])
+    run(tmp_path, second, chosen, ["longctx_full"])
+    asked_again = [r for r in second.requests if any(m.role == "assistant" for m in r.messages)
+                   and "grade a predicted" in r.messages[0].content]
+    assert not asked_again, "a repair round of the recorded excluded call was sent again"
+    final = [e for e in open_recording(record).iter_events(kinds=["judge_score"]) if e.dimension == chosen[1]]
+    assert final and final[-1].score is None and final[-1].excluded

@@ -61,32 +61,7 @@ class ReplayBackend:
             identity = (str(event.get("backend", "")), str(event.get("model", "")))
             self._identities[identity] += 1
             self._role_identities.setdefault(str(event.get("role", "")), Counter())[identity] += 1
-            self._answers[str(event["request_hash"])] = text
-            repairs = int(event.get("repairs") or 0)
-            if repairs > 0:
-                self._index_repair_rounds(event, identity, repairs, payloads)
-
-    def _index_repair_rounds(self, event: dict[str, Any], identity: tuple[str, str], repairs: int,
-                             payloads: PayloadReader) -> None:
-        """Index round k's request (original + k repair exchanges) → the reply that round got."""
-        try:
-            messages = [ChatMessage(role=m["role"], content=m["content"] if m.get("content") is not None
-                                    else payloads.get(m["content_ref"])) for m in event["messages"]]
-            schema_ref = event.get("response_schema_ref")
-            schema = payloads.get(schema_ref) if schema_ref else None
-            params = SamplingParams.model_validate(event.get("params") or {})
-        except (KeyError, ValueError, TypeError):
-            return  # a damaged event: its rounds will miss, loudly, if they are ever asked for
-        first = len(messages) - 2 * repairs
-        if first < 1:
-            return
-        self._answers[str(event["request_hash"])] = messages[first].content
-        for round_index in range(1, repairs + 1):
-            end = first + 2 * round_index
-            request = ChatRequest(model=identity[1], messages=tuple(messages[:end]), params=params,
-                                  response_schema=schema, replica=int(event.get("replica") or 0))
-            answer = messages[end].content if round_index < repairs else str(event["response_text"])
-            self._answers[request_hash(request, backend=identity[0])] = answer
+            self._answers.update(recorded_answers(event, payloads))
 
     def _candidates(self) -> list[tuple[str, str]]:
         role = current_role.get()
@@ -140,6 +115,43 @@ class ReplayBackend:
             f"{role!r} (recorded models: {', '.join(models) or 'none'}; last message: {snippet!r}). The run "
             f"asks something the recorded run did not (changed prompt, parameters or seed). Record again, or "
             f"let a live model answer misses: --model {role}=replay:{self.recording_dir}|local:fast.")
+
+
+def recorded_answers(event: dict[str, Any], payloads: PayloadReader) -> dict[str, str]:
+    """request hash → recorded reply for one ``llm_call`` event, each repair round included.
+
+    A call repaired ``k`` times recorded the conversation of its last round: the original messages,
+    then one (bad reply, repair prompt) pair per round. Round ``r``'s request is the original plus
+    ``r`` pairs, and its answer the next bad reply, or the final text for the last round; so a replay
+    (or a resumed run) repairs — or excludes — exactly as the recorded run did.
+    """
+    text = event.get("response_text")
+    if text is None or event.get("error"):
+        return {}
+    answers = {str(event["request_hash"]): str(text)}
+    repairs = int(event.get("repairs") or 0)
+    if repairs <= 0:
+        return answers
+    try:
+        messages = [ChatMessage(role=m["role"], content=m["content"] if m.get("content") is not None
+                                else payloads.get(m["content_ref"])) for m in event["messages"]]
+        schema_ref = event.get("response_schema_ref")
+        schema = payloads.get(schema_ref) if schema_ref else None
+        params = SamplingParams.model_validate(event.get("params") or {})
+    except (KeyError, ValueError, TypeError):
+        return answers  # a damaged event: its rounds will miss, loudly, if they are ever asked for
+    first = len(messages) - 2 * repairs
+    if first < 1:
+        return answers
+    answers[str(event["request_hash"])] = messages[first].content
+    backend, model = str(event.get("backend", "")), str(event.get("model", ""))
+    for round_index in range(1, repairs + 1):
+        end = first + 2 * round_index
+        request = ChatRequest(model=model, messages=tuple(messages[:end]), params=params,
+                              response_schema=schema, replica=int(event.get("replica") or 0))
+        answers[request_hash(request, backend=backend)] = messages[end].content if round_index < repairs \
+            else str(text)
+    return answers
 
 
 def _llm_calls(path: Path) -> Iterator[dict[str, Any]]:
