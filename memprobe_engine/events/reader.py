@@ -8,13 +8,16 @@ mid-write) is reported, never served.
 
 from __future__ import annotations
 
+import mmap
 import os
+import re
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import orjson
 from pydantic import ValidationError
 
@@ -27,6 +30,7 @@ from memprobe_engine.events.union import parse_event
 from memprobe_engine.events.upgrade import upgrade_event
 
 _CACHE_SIZE = 4096
+_SCAN_WINDOW = 16 << 20  # bytes searched per step by lines_with
 
 
 @dataclass
@@ -116,17 +120,45 @@ class RecordingReader:
     def iter_events(self, kinds: Iterable[str] | None = None, start: int = 0,
                     stop: int | None = None) -> Iterator[Any]:
         """Parsed events in order, skipping damaged lines; ``kinds`` filters before parsing."""
-        wanted = [f'"kind":"{kind}"'.encode() for kind in kinds] if kinds is not None else None
         stop = len(self) if stop is None else min(stop, len(self))
-        for line in range(start, stop):
-            if wanted is not None:
-                raw = self.raw(line)
-                if not any(token in raw for token in wanted):
-                    continue
+        lines: Iterable[int] = range(start, stop)
+        if kinds is not None:
+            lines = self.lines_with([f'"kind":"{kind}"'.encode() for kind in kinds], start, stop)
+        for line in lines:
             try:
                 yield self.get(line)
             except DamagedEvent:
                 continue
+
+    def lines_with(self, tokens: Sequence[bytes], start: int = 0, stop: int | None = None) -> list[int]:
+        """Line numbers in [start, stop) whose bytes contain any of ``tokens``, found by one regex
+        pass over the file through ``mmap`` (pages released as it goes), not line by line."""
+        stop = len(self) if stop is None else min(stop, len(self))
+        if start >= stop or not tokens:
+            return []
+        begin, end = self.index.span(start)[0], int(self.index.ends[stop - 1])
+        pattern = re.compile(b"|".join(re.escape(token) for token in tokens))
+        offsets: list[int] = []
+        with open(self.path, "rb") as handle:
+            mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+            try:
+                position = begin
+                while position < end:
+                    window_end = min(end, position + _SCAN_WINDOW)
+                    if window_end < end:  # finish the line, so no token is cut in two
+                        newline = mapped.find(b"\n", window_end, end)
+                        window_end = end if newline < 0 else newline + 1
+                    offsets.extend(match.start() for match in pattern.finditer(mapped, position, window_end))
+                    if hasattr(mapped, "madvise"):
+                        aligned = position - position % mmap.PAGESIZE
+                        mapped.madvise(mmap.MADV_DONTNEED, aligned, window_end - aligned)
+                    position = window_end
+            finally:
+                mapped.close()
+        if not offsets:
+            return []
+        found = np.searchsorted(self.index.ends, np.asarray(offsets, dtype=np.int64), side="right")
+        return [int(line) for line in np.unique(found)]
 
     def payload(self, ref: str) -> Any:
         """Resolve a content-addressed payload reference."""

@@ -77,10 +77,7 @@ class StoreTimeline:
         an event is validated when a rebuild applies it.
         """
         stop = len(self.reader)
-        for line in range(self._scanned, stop):
-            raw = self.reader.raw(line)
-            if not any(token in raw for token in _TOKENS):
-                continue
+        for line in self.reader.lines_with(_TOKENS, self._scanned, stop):
             try:
                 data = self.reader.get_dict(line)
             except DamagedEvent:
