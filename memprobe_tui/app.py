@@ -35,7 +35,7 @@ class MemProbeApp(App[None]):
     TITLE = "MemProbe"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("f1", "toggle_help", "Help", id="app.help"),
-        Binding("q", "quit", "Quit", id="app.quit"),
+        Binding("q", "quit", "Quit", show=False, id="app.quit"),  # in F1 help and the palette; saves footer room at 80 columns
     ]
     COMMANDS = App.COMMANDS | {ReplayCommands}
 

@@ -63,7 +63,7 @@ class DimensionScreen(ReplayScreen):
         Binding("s", "switch_system", "System", id="dimension.system"),
         Binding("t", "task", "Task", id="dimension.task"),
         Binding("e", "evidence", "Evidence", id="dimension.evidence"),
-        Binding("c", "judge_call", "Judge call", id="dimension.call"),
+        Binding("c", "judge_call", "Call", id="dimension.call"),  # the judge's LLM call (short: 80 columns)
         Binding("j,down", "scroll(1)", "Down", show=False, id="dimension.down"),
         Binding("k,up", "scroll(-1)", "Up", show=False, id="dimension.up"),
     ]
