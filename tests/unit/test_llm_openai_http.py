@@ -281,3 +281,19 @@ async def test_vllm_startup_failures_are_clear(tmp_path: Path, monkeypatch: pyte
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     with pytest.raises(LLMError, match=r"pip install 'memprobe\[vllm\]'"):
         await VLLMBackend(parse_spec("vllm:some/model")).start()
+
+
+async def test_loopback_servers_are_reached_past_a_proxy(serve: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A proxy configured for the outside world must not swallow traffic to a server on this machine."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{probe.getsockname()[1]}"
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
+        monkeypatch.setenv(name, dead)
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    server = serve([completion("direct")])
+    client = client_for(server.url)
+    outcome = await client.chat("agent", ask())
+    await client.aclose()
+    assert outcome.text == "direct" and len(server.requests) == 1

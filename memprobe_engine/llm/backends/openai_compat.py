@@ -78,9 +78,13 @@ class OpenAICompatBackend:
         self.api_key_env = api_key_env or DEFAULT_KEY_ENV
         self._api_key = api_key or LOOPBACK_DUMMY_KEY
         self._extra_body = extra_body
-        self._client = AsyncOpenAI(
-            base_url=self.base_url, api_key=self._api_key, max_retries=0,
-            timeout=openai.Timeout(timeout_s, connect=min(_CONNECT_TIMEOUT_S, timeout_s)))
+        timeout = openai.Timeout(timeout_s, connect=min(_CONNECT_TIMEOUT_S, timeout_s))
+        # A server on this machine is reached directly: an HTTP(S)_PROXY set for the outside world
+        # must not swallow loopback traffic (the embedded model's server, a local vLLM).
+        http_client = openai.DefaultAsyncHttpxClient(trust_env=False, timeout=timeout) \
+            if self.base_url and is_loopback(self.base_url) else None
+        self._client = AsyncOpenAI(base_url=self.base_url, api_key=self._api_key, max_retries=0, timeout=timeout,
+                                   http_client=http_client)
 
     @classmethod
     def from_spec(cls, spec: ModelSpec, env: Mapping[str, str] | None = None) -> "OpenAICompatBackend":
