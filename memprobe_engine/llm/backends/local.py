@@ -29,17 +29,15 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 from memprobe_engine.errors import ConfigError, LLMError
-from memprobe_engine.llm.backends.openai_compat import OpenAICompatBackend
+from memprobe_engine.llm.backends.openai_compat import OpenAICompatBackend, ServerBackend
 from memprobe_engine.llm.model_assets import INSTALL_HINT, ModelFile, ensure_model, resolve_tier
 from memprobe_engine.llm.spec import ModelSpec
-from memprobe_engine.llm.types import ChatRequest, ChatResult
 
 log = logging.getLogger(__name__)
 
@@ -251,7 +249,7 @@ def _parse_counters(text: str) -> ServerCounters:
                           predicted_seconds=values["tokens_predicted_seconds_total"])
 
 
-class LocalBackend:
+class LocalBackend(ServerBackend):
     """Chat backend for a ``local`` spec (``local:1.5b`` or ``local:fast``).
 
     Construction is cheap; the model is assembled and the server started on the first request (or
@@ -291,16 +289,6 @@ class LocalBackend:
                     server.base_url, server.model_alias, server.api_key, name=self.name,
                     timeout_s=self.spec.timeout_s, extra_body=self.spec.extra_body)
             return self._inner
-
-    async def complete(self, request: ChatRequest) -> ChatResult:
-        """One attempt through the server's OpenAI endpoint (schema enforced by llama.cpp's grammar)."""
-        return await (await self.start()).complete(request)
-
-    async def stream(self, request: ChatRequest) -> AsyncIterator[str]:
-        """Yield the response text in pieces as llama.cpp generates it."""
-        inner = await self.start()
-        async for piece in inner.stream(request):
-            yield piece
 
     async def counters(self) -> ServerCounters:
         """llama.cpp's cumulative token and time counters (doctor measures throughput from two reads)."""

@@ -222,3 +222,21 @@ def _retry_after(err: Exception) -> float | None:
         except ValueError:
             continue
     return None
+
+
+class ServerBackend:
+    """Base for backends that start a server on first use (llama.cpp, ``vllm serve``) and then talk
+    to it through an :class:`OpenAICompatBackend`; subclasses implement :meth:`start`."""
+
+    async def start(self) -> OpenAICompatBackend:
+        raise NotImplementedError  # abstract: each subclass starts its own kind of server
+
+    async def complete(self, request: ChatRequest) -> ChatResult:
+        """One attempt through the started server's OpenAI endpoint."""
+        return await (await self.start()).complete(request)
+
+    async def stream(self, request: ChatRequest) -> AsyncIterator[str]:
+        """The response text in pieces as the server generates it."""
+        inner = await self.start()
+        async for piece in inner.stream(request):
+            yield piece

@@ -18,13 +18,11 @@ import subprocess
 import tempfile
 import urllib.error
 import urllib.request
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 from memprobe_engine.errors import LLMError
-from memprobe_engine.llm.backends.openai_compat import OpenAICompatBackend
+from memprobe_engine.llm.backends.openai_compat import OpenAICompatBackend, ServerBackend
 from memprobe_engine.llm.spec import ModelSpec
-from memprobe_engine.llm.types import ChatRequest, ChatResult
 
 INSTALL_HINT = "pip install 'memprobe[vllm]'"
 _POLL_S = 1.0
@@ -32,7 +30,7 @@ _LOG_TAIL_LINES = 25
 _STOP_GRACE_S = 20.0
 
 
-class VLLMBackend:
+class VLLMBackend(ServerBackend):
     """A ``vllm serve`` child process and an OpenAI-compatible client pointed at it."""
 
     name = "vllm"
@@ -64,14 +62,6 @@ class VLLMBackend:
             if self._inner is None:
                 self._inner = await self._launch()
             return self._inner
-
-    async def complete(self, request: ChatRequest) -> ChatResult:
-        return await (await self.start()).complete(request)
-
-    async def stream(self, request: ChatRequest) -> AsyncIterator[str]:
-        inner = await self.start()
-        async for piece in inner.stream(request):
-            yield piece
 
     async def aclose(self) -> None:
         if self._inner is not None:
