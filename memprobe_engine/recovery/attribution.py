@@ -9,9 +9,9 @@ versus simulator strictness. Each stage is its own span with verdict, evidence a
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, TypeVar
 
 from memprobe_engine.events.recorder import Recorder
 from memprobe_engine.events.scoring import AttributionLabel, AttributionStage
@@ -22,6 +22,8 @@ from memprobe_engine.recovery.prompts import Turn
 from memprobe_engine.recovery.schemas import (OK_THRESHOLD, DisclosureVerdict, ElicitationVerdict,
                                               TaskDesignVerdict)
 from memprobe_engine.recovery.scoring import Mode, TextSink, ask
+
+V = TypeVar("V", DisclosureVerdict, ElicitationVerdict)
 
 
 @dataclass(frozen=True)
@@ -76,29 +78,35 @@ async def _stages(chat: Any, recorder: Recorder, user_id: str, entry: BankEntry,
     if not verdict0.can_invite:
         return "task_design_failure"
 
-    with recorder.span("stage 1: disclosure", "stage", stage=1, mode=mode):
-        out1 = await ask(chat, "attribution_judge", prompts.disclosure_messages(history, entry), params=params,
-                         schema=DisclosureVerdict, stage="stage 1", on_text=on_text)
-        if out1.parsed is None:
-            recorder.emit(AttributionStage(mode=mode, stage=1, verdict="excluded", reason=out1.excluded,
-                                           call_seq=out1.call_seq))
-            return "excluded"
-        recorder.emit(AttributionStage(mode=mode, stage=1, verdict="disclosed" if out1.parsed.disclosed else
-                                       "not_disclosed", evidence=out1.parsed.evidence, reason=out1.parsed.reason,
-                                       call_seq=out1.call_seq))
-    if out1.parsed.disclosed:
+    disclosure = await _judged_stage(
+        chat, recorder, 1, "stage 1: disclosure", prompts.disclosure_messages(history, entry), DisclosureVerdict,
+        lambda v: ("disclosed" if v.disclosed else "not_disclosed", v.evidence), mode, params, on_text)
+    if disclosure is None:
+        return "excluded"
+    if disclosure.disclosed:
         return "memory_failure"
+    elicitation = await _judged_stage(
+        chat, recorder, 2, "stage 2: elicitation vs strictness", prompts.elicitation_messages(history, entry),
+        ElicitationVerdict, lambda v: (v.label, None), mode, params, on_text)
+    return "excluded" if elicitation is None else elicitation.label
 
-    with recorder.span("stage 2: elicitation vs strictness", "stage", stage=2, mode=mode):
-        out2 = await ask(chat, "attribution_judge", prompts.elicitation_messages(history, entry), params=params,
-                         schema=ElicitationVerdict, stage="stage 2", on_text=on_text)
-        if out2.parsed is None:
-            recorder.emit(AttributionStage(mode=mode, stage=2, verdict="excluded", reason=out2.excluded,
-                                           call_seq=out2.call_seq))
-            return "excluded"
-        recorder.emit(AttributionStage(mode=mode, stage=2, verdict=out2.parsed.label, reason=out2.parsed.reason,
-                                       call_seq=out2.call_seq))
-    return out2.parsed.label
+
+async def _judged_stage(chat: Any, recorder: Recorder, stage: Literal[1, 2], name: str, messages: list[Any],
+                        schema: type[V], verdict_of: Callable[[V], tuple[str, str | None]], mode: Mode,
+                        params: SamplingParams, on_text: TextSink | None) -> V | None:
+    """One judged stage in its own span: ask, record the verdict (and evidence), or record it as
+    excluded when the judge's output stayed unusable (None)."""
+    with recorder.span(name, "stage", stage=stage, mode=mode):
+        out = await ask(chat, "attribution_judge", messages, params=params, schema=schema,
+                        stage=f"stage {stage}", on_text=on_text)
+        if out.parsed is None:
+            recorder.emit(AttributionStage(mode=mode, stage=stage, verdict="excluded", reason=out.excluded,
+                                           call_seq=out.call_seq))
+            return None
+        verdict, evidence = verdict_of(out.parsed)
+        recorder.emit(AttributionStage(mode=mode, stage=stage, verdict=verdict, evidence=evidence,
+                                       reason=out.parsed.reason, call_seq=out.call_seq))
+        return out.parsed  # type: ignore[no-any-return]
 
 
 async def _stage0(chat: Any, recorder: Recorder, user_id: str, entry: BankEntry, task_text: str, mode: Mode,
