@@ -21,7 +21,9 @@ E = TypeVar("E", bound=EventBase)
 
 
 @dataclass(frozen=True)
-class _Position:
+class SpanPosition:
+    """Where an event sits: its span, the enclosing span, and the cell (user, system, dimension)."""
+
     span_id: str | None = None
     parent_span_id: str | None = None
     user_id: str | None = None
@@ -29,7 +31,7 @@ class _Position:
     dimension: str | None = None
 
 
-_POSITION: contextvars.ContextVar[_Position] = contextvars.ContextVar("memprobe_position", default=_Position())
+_POSITION: contextvars.ContextVar[SpanPosition] = contextvars.ContextVar("memprobe_position", default=SpanPosition())
 
 
 class Recorder:
@@ -71,7 +73,7 @@ class Recorder:
               dimension: str | None = None) -> Iterator[None]:
         """Set what the enclosed events concern, without opening a span."""
         pos = _POSITION.get()
-        token = _POSITION.set(_Position(
+        token = _POSITION.set(SpanPosition(
             span_id=pos.span_id, parent_span_id=pos.parent_span_id,
             user_id=user_id if user_id is not None else pos.user_id,
             system=system if system is not None else pos.system,
@@ -87,7 +89,7 @@ class Recorder:
         """Open a span (begin event now, end event on exit, with error status if it raised)."""
         outer = _POSITION.get()
         span_id = self._prefix + str(next(self._ids))
-        inner = _Position(
+        inner = SpanPosition(
             span_id=span_id, parent_span_id=outer.span_id,
             user_id=user_id if user_id is not None else outer.user_id,
             system=system if system is not None else outer.system,

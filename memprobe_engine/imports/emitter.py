@@ -16,19 +16,10 @@ import contextlib
 import itertools
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
+from memprobe_engine.events.recorder import SpanPosition
 from memprobe_engine.events.writer import EventWriter
-
-
-@dataclass(frozen=True)
-class _Position:
-    span_id: str | None = None
-    parent_span_id: str | None = None
-    user_id: str | None = None
-    system: str | None = None
-    dimension: str | None = None
 
 
 class DictEmitter:
@@ -38,7 +29,7 @@ class DictEmitter:
         self.writer = writer
         self._ids = itertools.count(1)
         self._prefix = f"s{writer.next_seq}-"
-        self._position = _Position()
+        self._position = SpanPosition()
         self.events = 0
 
     def put_payload(self, data: Any) -> str:
@@ -66,7 +57,7 @@ class DictEmitter:
         """Open a span: ``span_begin`` now, ``span_end`` (ok, or error with the exception) on exit."""
         outer = self._position
         span_id = self._prefix + str(next(self._ids))
-        self._position = _Position(
+        self._position = SpanPosition(
             span_id=span_id, parent_span_id=outer.span_id,
             user_id=user_id if user_id is not None else outer.user_id,
             system=system if system is not None else outer.system,
