@@ -6,9 +6,11 @@ from typing import Annotated, Any, Union
 
 from pydantic import Field, TypeAdapter
 
+from memprobe_engine.events.base import EventBase
 from memprobe_engine.events.dialogue import Message
 from memprobe_engine.events.llm import EmbeddingBatch, LLMCall
 from memprobe_engine.events.memory import MemoryFootprint, MemoryOp, MemorySnapshot, Retrieval
+from memprobe_engine.events.paradigms import ProbeAnswer, ProbeScore, SessionIngest
 from memprobe_engine.events.recovery import EpisodeEnd, PreferenceJudgment, TaskVerdict
 from memprobe_engine.events.run import ErrorEvent, Metric, RunEnd, RunStart, SpanBegin, SpanEnd
 from memprobe_engine.events.scoring import AttributionLabel, AttributionStage, JudgeScore, SlotFill
@@ -20,15 +22,31 @@ _EVENT_TYPES = (
     MemoryOp, MemorySnapshot, Retrieval, MemoryFootprint,
     EpisodeEnd, PreferenceJudgment, TaskVerdict,
     SlotFill, JudgeScore, AttributionStage, AttributionLabel,
+    SessionIngest, ProbeAnswer, ProbeScore,
 )
 
-Event = Annotated[Union[_EVENT_TYPES], Field(discriminator="kind")]  # type: ignore[valid-type]
+#: Every event model, spelled out for the type checker: ``event.kind == "judge_score"`` narrows an
+#: ``AnyEvent`` to ``JudgeScore``. Keep it equal to ``_EVENT_TYPES`` (a unit test checks).
+AnyEvent = Union[
+    RunStart, RunEnd, SpanBegin, SpanEnd, ErrorEvent, Metric,
+    Message,
+    LLMCall, EmbeddingBatch,
+    MemoryOp, MemorySnapshot, Retrieval, MemoryFootprint,
+    EpisodeEnd, PreferenceJudgment, TaskVerdict,
+    SlotFill, JudgeScore, AttributionStage, AttributionLabel,
+]
+
+Event = Annotated[AnyEvent, Field(discriminator="kind")]
 
 EVENT_KINDS: frozenset[str] = frozenset(t.model_fields["kind"].default for t in _EVENT_TYPES)
+MODEL_OF_KIND: dict[str, type[EventBase]] = {t.model_fields["kind"].default: t for t in _EVENT_TYPES}
 
-_ADAPTER: TypeAdapter[Any] = TypeAdapter(Event)
+_ADAPTER: TypeAdapter[AnyEvent] = TypeAdapter(Event)
 
 
-def parse_event(data: dict[str, Any]) -> Any:
-    """Validate one event dict (already upgraded to the current schema) into its model."""
+def parse_event(data: dict[str, Any]) -> AnyEvent:
+    """Validate one event dict (already upgraded to the current schema) into its model.
+
+    Raises pydantic's ValidationError; the reader turns it into a DamagedEvent naming seq and field.
+    """
     return _ADAPTER.validate_python(data)

@@ -14,6 +14,7 @@ from memprobe_engine.events.header import new_header
 from memprobe_engine.events.jsonpatch import apply_patch, make_patch
 from memprobe_engine.events.llm import EmbeddingBatch, LLMCall, RecordedMessage, RetryNote, TokenUsage
 from memprobe_engine.events.memory import MemoryFootprint, MemoryOp, MemorySnapshot, Retrieval
+from memprobe_engine.events.paradigms import IngestedTurn, ProbeAnswer, ProbeScore, RetrievedItem, SessionIngest
 from memprobe_engine.events.recovery import EpisodeEnd, PreferenceJudgment, TaskVerdict
 from memprobe_engine.events.reader import open_recording
 from memprobe_engine.events.recorder import Recorder
@@ -46,6 +47,12 @@ def one_of_each(recorder: Recorder) -> list[object]:
         JudgeScore(mode="retrieve", score=0.75, reason="close"),
         AttributionStage(mode="dump_all", stage=0, verdict="can_invite", reason="fits"),
         AttributionLabel(mode="dump_all", label="memory_failure", score=0.25),
+        SessionIngest(episode_id="E1", session_idx=0, phase="encoding", session_type="encoding",
+                      turns=[IngestedTurn(role="tool_output", content="port=8080")], clock="2026-01-01T09:00:00"),
+        ProbeAnswer(episode_id="E1", input_protocol="memory", probe_index=0, probe_type="current_value",
+                    question="q?", retrieved=[RetrievedItem(id="m1", text="x", score=0.3)], answer={"answer": "8080"}),
+        ProbeScore(episode_id="E1", probe_index=0, probe_type="current_value", score=0.5,
+                   subscores={"value": 1.0}, reason="contains gold", scorer_version="b1"),
         Metric(name="B", value=0.6, scope={"mode": "dump_all"}),
         ErrorEvent(where="agent", error_type="LLMError", message="boom"),
         RunEnd(status="completed"),
