@@ -55,6 +55,10 @@ class ModelSpec(BaseModel):
     fallback: str | None = None
     extra_args: tuple[str, ...] = ()
     extra_body: dict[str, Any] | None = None
+    #: How the reply cap is sent to an OpenAI-compatible server: ``max_tokens``, or
+    #: ``max_completion_tokens`` (which gpt-5* and o-series models require instead); ``auto`` picks
+    #: by model name (see ``openai_compat.token_parameter``).
+    token_param: Literal["auto", "max_tokens", "max_completion_tokens"] = "auto"
     origin: str | None = None
 
     @model_validator(mode="after")
@@ -138,7 +142,7 @@ def spec_from_table(table: dict[str, Any], *, origin: str) -> ModelSpec:
         raise ConfigError(f"{origin}: {first_validation_problem(err)}. Fields: backend (one of "
                           f"{', '.join(BACKENDS)}), model, base_url, api_key_env, concurrency, "
                           f"context_tokens, timeout_s, startup_timeout_s, max_retries, fallback, "
-                          f"extra_args, extra_body — or spec = \"...\".") from None
+                          f"extra_args, extra_body, token_param — or spec = \"...\".") from None
     except TypeError as err:  # e.g. a non-string key from an odd TOML table
         raise ConfigError(f"{origin}: {err}") from None
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import ipaddress
 import os
 from collections.abc import AsyncIterator, Mapping
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import urlparse
 
 import openai
@@ -26,6 +26,20 @@ OPENAI_DEFAULT_URL = "https://api.openai.com/v1"
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 LOOPBACK_DUMMY_KEY = "none"
 _CONNECT_TIMEOUT_S = 10.0
+#: Model-name prefixes of OpenAI reasoning models, which reject ``max_tokens`` and take
+#: ``max_completion_tokens`` instead (the recovery release's client makes the same distinction).
+REASONING_PREFIXES = ("gpt-5", "o1", "o3", "o4")
+TokenParam = Literal["auto", "max_tokens", "max_completion_tokens"]
+
+
+def token_parameter(model: str, setting: TokenParam = "auto") -> str:
+    """The request field that carries the reply cap for ``model``: the spec's explicit choice, or
+    for ``auto`` ``max_completion_tokens`` on gpt-5* / o-series models and ``max_tokens`` elsewhere
+    (vLLM and llama.cpp servers accept ``max_tokens``)."""
+    if setting != "auto":
+        return setting
+    name = model.lower().rsplit("/", 1)[-1]
+    return "max_completion_tokens" if name.startswith(REASONING_PREFIXES) else "max_tokens"
 
 
 class EndpointUnreachable(TransientBackendError):
@@ -71,9 +85,10 @@ class OpenAICompatBackend:
 
     def __init__(self, base_url: str | None, model: str, api_key: str | None, *, name: str = "openai",
                  timeout_s: float = 600.0, extra_body: dict[str, Any] | None = None,
-                 api_key_env: str | None = None) -> None:
+                 api_key_env: str | None = None, token_param: TokenParam = "auto") -> None:
         self.name = name
         self.model = model
+        self.token_field = token_parameter(model, token_param)
         self.base_url = resolve_base_url(base_url, os.environ)
         self.api_key_env = api_key_env or DEFAULT_KEY_ENV
         self._api_key = api_key or LOOPBACK_DUMMY_KEY
@@ -93,7 +108,7 @@ class OpenAICompatBackend:
         url = resolve_base_url(spec.base_url, env)
         key, key_env = resolve_api_key(spec, url, env)
         return cls(url, spec.model, key, name=spec.backend, timeout_s=spec.timeout_s,
-                   extra_body=spec.extra_body, api_key_env=key_env)
+                   extra_body=spec.extra_body, api_key_env=key_env, token_param=spec.token_param)
 
     def _arguments(self, request: ChatRequest) -> dict[str, Any]:
         params = request.params
@@ -103,7 +118,7 @@ class OpenAICompatBackend:
             "temperature": params.temperature,
         }
         if params.max_tokens is not None:
-            args["max_tokens"] = params.max_tokens
+            args[self.token_field] = params.max_tokens
         if params.top_p is not None:
             args["top_p"] = params.top_p
         if params.seed is not None:
