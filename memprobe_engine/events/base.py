@@ -5,7 +5,8 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict
 
 #: Version of the on-disk event schema. Bump it together with an upgrader in ``upgrade.py``.
-SCHEMA_VERSION = 1
+#: 2: every line ends in a CRC-32 member (``events/checksum.py``).
+SCHEMA_VERSION = 2
 
 
 class EventBase(BaseModel):

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ValidationError
 
 from memprobe_engine.errors import RecordingError
 from memprobe_engine.events.base import SCHEMA_VERSION
+from memprobe_engine.events.upgrade import READABLE_VERSIONS
 
 HEADER_FILE = "header.json"
 EVENTS_FILE = "events.jsonl"
@@ -70,17 +71,26 @@ def read_header(directory: Path) -> RecordingHeader:
                              f"Pass a folder written by `memprobe run` or `memprobe llm ask --record`.")
     try:
         raw = orjson.loads(path.read_bytes())
+    except OSError as err:
+        raise RecordingError(f"{path} cannot be read ({err.strerror}).") from None
     except orjson.JSONDecodeError as err:
         raise RecordingError(f"{path} is not valid JSON ({err}); the recording header is damaged.") from None
     if not isinstance(raw, dict) or raw.get("format") != FORMAT_NAME:
         raise RecordingError(f"{path} is not a MemProbe recording header (expected \"format\": "
                              f"\"{FORMAT_NAME}\").")
     version = raw.get("schema_version")
-    if not isinstance(version, int) or version > SCHEMA_VERSION:
+    if isinstance(version, int) and not isinstance(version, bool) and version > SCHEMA_VERSION:
         raise RecordingError(f"{path} has schema version {version!r}; this MemProbe reads up to "
                              f"{SCHEMA_VERSION}. Upgrade MemProbe to read it.")
+    if not isinstance(version, int) or isinstance(version, bool) or version not in READABLE_VERSIONS:
+        raise RecordingError(f"{path}: schema_version {version!r} is not a recording schema version "
+                             f"(this MemProbe reads {', '.join(map(str, sorted(READABLE_VERSIONS)))}); the "
+                             f"recording header is damaged.")
     try:
         return RecordingHeader.model_validate(raw)
-    except ValidationError as err:
+    except (ValidationError, ValueError, RecursionError) as err:
+        if not isinstance(err, ValidationError):
+            raise RecordingError(f"{path}: invalid header ({type(err).__name__}); the recording header is "
+                                 f"damaged.") from None
         raise RecordingError(f"{path}: invalid header: {err.errors()[0]['msg']} at "
                              f"{'.'.join(map(str, err.errors()[0]['loc']))}") from None

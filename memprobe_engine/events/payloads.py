@@ -1,35 +1,145 @@
 """Content-addressed payload store: large repeated values (system prompts, store snapshots,
-schemas) are written once to ``payloads.jsonl`` and referenced from events by hash."""
+schemas) are written once to ``payloads.jsonl`` and referenced from events by hash.
+
+Every read checks the content against its hash, so a damaged payload is reported, never served. A
+torn last line (a crash mid-write) is moved aside to ``payloads.damaged-<n>`` when a writer opens the
+file again, exactly as the event writer does with ``events.jsonl``, so the next payload is never
+glued onto the fragment.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import os
 import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import orjson
 
+from memprobe_engine.errors import RecordingError
+
 PAYLOADS_FILE = "payloads.jsonl"
 
+#: Anything orjson reads back: a payload is an arbitrary JSON value.
+JSONValue = Any
+#: Removes secrets from serialized bytes (the writer's scrubber; see ``llm/secrets.py``).
+ScrubBytes = Callable[[bytes], bytes]
 
-def payload_hash(data: Any) -> str:
+
+class PayloadError(RecordingError, KeyError):
+    """A referenced payload is missing from ``payloads.jsonl`` or fails its hash check.
+
+    Also a KeyError, so callers that look payloads up like a mapping keep working."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+def payload_hash(data: JSONValue) -> str:
     """``sha256:<hex>`` of the canonical JSON (sorted keys) of ``data``."""
     blob = orjson.dumps(data, option=orjson.OPT_SORT_KEYS)
     return "sha256:" + hashlib.sha256(blob).hexdigest()
 
 
-class PayloadWriter:
-    """Appends payloads not yet stored; remembers which hashes the file already holds."""
+@dataclass
+class PayloadIndex:
+    """Where each payload line is, and what is wrong with the file: lines that are not payload
+    records (line number -> reason) and bytes after the last newline."""
 
-    def __init__(self, directory: Path) -> None:
+    offsets: dict[str, tuple[int, int]] = field(default_factory=dict)
+    bad_lines: dict[int, str] = field(default_factory=dict)
+    tail_bytes: int = 0
+    exists: bool = False
+
+
+def scan_payloads(path: Path) -> PayloadIndex:
+    """Index ``payloads.jsonl``: every complete line is parsed (payloads are few and deduplicated)."""
+    index = PayloadIndex()
+    try:
+        blob = path.read_bytes()
+    except FileNotFoundError:
+        return index
+    except OSError as err:
+        raise RecordingError(f"{path} cannot be read ({err.strerror}).") from None
+    index.exists = True
+    position = 0
+    for number, line in enumerate(blob.splitlines(keepends=True)):
+        if not line.endswith(b"\n"):
+            index.tail_bytes = len(line)
+            break
+        ref = _record_hash(line)
+        if isinstance(ref, str) and ref.startswith("sha256:"):
+            index.offsets.setdefault(ref, (position, len(line)))
+        else:
+            index.bad_lines[number] = ref if isinstance(ref, str) else "not a payload record"
+        position += len(line)
+    return index
+
+
+def _record_hash(line: bytes) -> str | None:
+    """The record's ``hash`` member, or a reason (not starting with sha256:) when it has none."""
+    try:
+        record = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return "not JSON"
+    if not isinstance(record, dict) or "data" not in record or not isinstance(record.get("hash"), str):
+        return "not a {hash, data} record"
+    ref: str = record["hash"]
+    return ref if ref.startswith("sha256:") else "hash is not sha256:<hex>"
+
+
+def recover_payload_tail(path: Path) -> None:
+    """Move a torn last line of ``payloads.jsonl`` aside (``payloads.damaged-<n>``) and truncate it."""
+    if not path.exists():
+        return
+    with open(path, "rb+") as handle:
+        size = handle.seek(0, os.SEEK_END)
+        if size == 0:
+            return
+        block = 1 << 16
+        end, last_newline = size, -1
+        while end > 0 and last_newline < 0:
+            start = max(0, end - block)
+            handle.seek(start)
+            found = handle.read(end - start).rfind(b"\n")
+            if found >= 0:
+                last_newline = start + found
+            end = start
+        complete_end = last_newline + 1
+        if complete_end == size:
+            return
+        handle.seek(complete_end)
+        torn = handle.read()
+        n = 0
+        while (aside := path.with_name(f"payloads.damaged-{n}")).exists():
+            n += 1
+        aside.write_bytes(torn)
+        handle.truncate(complete_end)
+
+
+class PayloadWriter:
+    """Appends payloads not yet stored; remembers which hashes the file already holds.
+
+    ``scrub`` (when given) removes secrets from a payload before it is hashed and written.
+    """
+
+    def __init__(self, directory: Path, scrub: ScrubBytes | None = None) -> None:
         self._path = directory / PAYLOADS_FILE
-        self._known: set[str] = set(_scan(self._path).keys()) if self._path.exists() else set()
+        recover_payload_tail(self._path)
+        self._known: set[str] = set(scan_payloads(self._path).offsets)
         self._fd = os.open(self._path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         self._lock = threading.Lock()
+        self._scrub = scrub
 
-    def put(self, data: Any) -> str:
+    def put(self, data: JSONValue) -> str:
+        if self._scrub is not None:
+            blob = orjson.dumps(data)
+            clean = self._scrub(blob)
+            if clean != blob:
+                data = orjson.loads(clean)
         ref = payload_hash(data)
         with self._lock:
             if ref not in self._known:
@@ -42,33 +152,59 @@ class PayloadWriter:
 
 
 class PayloadReader:
-    """Resolves payload hashes; the file is indexed on first use (payloads are few and deduplicated)."""
+    """Resolves payload hashes; the file is indexed on first use and every payload is checked
+    against its hash before it is served (verified ones are remembered, not re-hashed)."""
 
     def __init__(self, directory: Path) -> None:
         self._path = directory / PAYLOADS_FILE
-        self._offsets: dict[str, tuple[int, int]] | None = None
+        self._index: PayloadIndex | None = None
+        self._verified: set[str] = set()
 
-    def get(self, ref: str) -> Any:
-        if self._offsets is None:
-            self._offsets = _scan(self._path) if self._path.exists() else {}
-        where = self._offsets.get(ref)
+    @property
+    def index(self) -> PayloadIndex:
+        if self._index is None:
+            self._index = scan_payloads(self._path)
+        return self._index
+
+    def refresh(self) -> None:
+        """Forget the index, so payloads a live writer appended since are found."""
+        self._index = None
+
+    def __contains__(self, ref: object) -> bool:
+        return isinstance(ref, str) and ref in self.index.offsets
+
+    def refs(self) -> Iterable[str]:
+        return self.index.offsets.keys()
+
+    def get(self, ref: str) -> JSONValue:
+        """The payload stored under ``ref``; PayloadError when it is missing or damaged."""
+        where = self.index.offsets.get(ref) if isinstance(ref, str) else None
+        if where is None and isinstance(ref, str) and self._index is not None:
+            self.refresh()  # a live run may have appended it since the file was indexed
+            where = self.index.offsets.get(ref)
         if where is None:
-            raise KeyError(f"payload {ref} is not in {self._path}")
+            missing = "is missing" if self.index.exists else "cannot be read: the file is missing"
+            raise PayloadError(f"payload {str(ref)[:80]} referenced by the recording {missing} "
+                               f"({self._path}). Run `memprobe recording verify {self._path.parent}`.")
         with open(self._path, "rb") as handle:
             handle.seek(where[0])
-            return orjson.loads(handle.read(where[1]))["data"]
+            line = handle.read(where[1])
+        try:
+            record = orjson.loads(line)
+            data = record["data"]
+        except (orjson.JSONDecodeError, KeyError, TypeError):
+            raise PayloadError(f"{self._path}: the record of payload {ref} is damaged.") from None
+        if ref not in self._verified:
+            if payload_hash(data) != ref:
+                raise PayloadError(f"{self._path}: payload {ref} does not match its hash (the file was "
+                                   f"changed or damaged); it is not served.")
+            self._verified.add(ref)
+        return data
 
-
-def _scan(path: Path) -> dict[str, tuple[int, int]]:
-    """Map hash -> (offset, length) for every complete line; a torn last line is ignored."""
-    offsets: dict[str, tuple[int, int]] = {}
-    position = 0
-    with open(path, "rb") as handle:
-        for line in handle:
-            if line.endswith(b"\n"):
-                # The hash is the first field; reading it by prefix avoids parsing the payload.
-                start = line.find(b'"hash":"') + 8
-                end = line.find(b'"', start)
-                offsets[line[start:end].decode()] = (position, len(line))
-            position += len(line)
-    return offsets
+    def check(self, ref: str) -> str | None:
+        """None when ``ref`` resolves to an intact payload, else the reason it does not."""
+        try:
+            self.get(ref)
+        except PayloadError as err:
+            return "missing" if "missing" in str(err) else "damaged"
+        return None

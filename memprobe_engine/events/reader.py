@@ -1,9 +1,17 @@
-"""Lazy recording reader: opens a million-event recording without parsing it.
+"""The read model of a recording: the one owner of ``events.jsonl`` and of every scan over it.
 
-``open_recording`` reads the header and builds (or later extends) the byte-offset index; events
-are parsed on demand with ``pread`` and kept in a bounded LRU cache. Lines that fail to parse are
-reported in :attr:`RecordingReader.damage` and skipped by the iterators; a torn last line (a crash
-mid-write) is reported, never served.
+``open_recording`` reads the header and builds (or later extends) the byte-offset index; events are
+read on demand with ``pread``. Every line goes through the same checks before anything is served:
+its CRC-32 seal (schema 2 on), JSON, a JSON object, upgrade from older schema versions, a string
+``kind`` and an integer ``seq``; typed reads then validate it into its model from the
+discriminated union. A line that fails is recorded in :attr:`RecordingReader.damage` (line ->
+reason, with seq and field for a wrong-typed one) and skipped by the iterators; it is never served as
+if intact. A torn last line (a crash mid-write) is reported, never served.
+
+Two modes: typed events (:meth:`get`, :meth:`iter_events`, :meth:`iter_of`) for most callers, and
+a fast dict mode (:meth:`get_dict`, :meth:`iter_dicts`) for whole-file passes that read a few fields.
+Kind filters find candidate lines with one regex pass over the file and then check the *parsed*
+kind, so a memory item that happens to hold ``"kind":"judge_score"`` is not served as a judge score.
 """
 
 from __future__ import annotations
@@ -15,38 +23,87 @@ from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import orjson
 from pydantic import ValidationError
 
 from memprobe_engine.errors import RecordingError
-from memprobe_engine.events.base import SCHEMA_VERSION
+from memprobe_engine.events.base import SCHEMA_VERSION, EventBase
+from memprobe_engine.events.checksum import unseal
 from memprobe_engine.events.header import EVENTS_FILE, RecordingHeader, read_header
 from memprobe_engine.events.index import LineIndex, extend_index
-from memprobe_engine.events.payloads import PayloadReader
-from memprobe_engine.events.union import parse_event
+from memprobe_engine.events.payloads import JSONValue, PayloadReader
+from memprobe_engine.events.union import AnyEvent, parse_event
 from memprobe_engine.events.upgrade import upgrade_event
 
 _CACHE_SIZE = 4096
 _SCAN_WINDOW = 16 << 20  # bytes searched per step by lines_with
 
+EventDict = dict[str, Any]
+E = TypeVar("E", bound=EventBase)
+
 
 @dataclass
 class DamageReport:
-    """What could not be read: a torn tail (bytes after the last newline) and unparseable lines."""
+    """Everything wrong with a recording, found by whichever reader got there.
+
+    ``bad_lines`` maps a 0-based line of ``events.jsonl`` to why it is not served (checksum, JSON,
+    type, span tree); ``unclosed_spans`` are spans opened and never closed; ``payload_problems`` maps
+    a payload reference (or ``payloads.jsonl line N``) to what is wrong with it.
+    """
 
     tail_bytes: int = 0
     bad_lines: dict[int, str] = field(default_factory=dict)
+    unclosed_spans: list[str] = field(default_factory=list)
+    payload_problems: dict[str, str] = field(default_factory=dict)
+    payload_tail_bytes: int = 0
 
     @property
     def clean(self) -> bool:
-        return self.tail_bytes == 0 and not self.bad_lines
+        return self.count == 0
+
+    @property
+    def count(self) -> int:
+        """Problems found: torn tails count one each, then every bad line, open span and payload."""
+        return (bool(self.tail_bytes) + len(self.bad_lines) + len(self.unclosed_spans) +
+                len(self.payload_problems) + bool(self.payload_tail_bytes))
+
+    def first_lines(self, n: int = 3) -> list[int]:
+        return sorted(self.bad_lines)[:n]
+
+    def summary(self) -> str:
+        """One line naming the counts and the first bad lines (1-based), the same for every reader."""
+        parts: list[str] = []
+        if self.bad_lines:
+            first = ", ".join(str(line + 1) for line in self.first_lines())
+            parts.append(f"{len(self.bad_lines)} damaged line(s) (first: line {first}: "
+                         f"{self.bad_lines[min(self.bad_lines)]})")
+        if self.tail_bytes:
+            parts.append(f"a torn last line ({self.tail_bytes:,} bytes)")
+        if self.unclosed_spans:
+            parts.append(f"{len(self.unclosed_spans)} span(s) never closed")
+        if self.payload_problems:
+            first_ref = next(iter(self.payload_problems))
+            parts.append(f"{len(self.payload_problems)} payload problem(s) (first: {first_ref[:40]} "
+                         f"{self.payload_problems[first_ref]})")
+        if self.payload_tail_bytes:
+            parts.append(f"a torn last payload line ({self.payload_tail_bytes:,} bytes)")
+        return "; ".join(parts) if parts else "intact"
 
 
 class DamagedEvent(RecordingError):
-    """A line in the middle of ``events.jsonl`` that is not a valid event."""
+    """A line in the middle of ``events.jsonl`` that is not a valid, intact event."""
+
+
+def validation_reason(err: ValidationError, data: EventDict) -> str:
+    """``seq N: field a.b: message`` for the first error pydantic found."""
+    first = err.errors()[0]
+    where = ".".join(map(str, first["loc"])) or "(event)"
+    seq = data.get("seq")
+    prefix = f"seq {seq}: " if isinstance(seq, int) else ""
+    return f"{prefix}field {where}: {first['msg']}"[:300]
 
 
 class RecordingReader:
@@ -57,13 +114,17 @@ class RecordingReader:
         self.directory = directory
         self.header: RecordingHeader = read_header(directory)
         self.path = directory / EVENTS_FILE
-        if not self.path.exists():
+        if not self.path.is_file():
             raise RecordingError(f"{directory}: {EVENTS_FILE} is missing; the run never wrote an event. "
                                  f"Re-run it, or pass another recording.")
         self.index = LineIndex()
         self.damage = DamageReport()
+        self._version = self.header.schema_version
+        #: Schema 2 on: every line must carry its seal; older recordings are checked where sealed
+        #: (a resumed old run appends sealed lines).
+        self._seal_required = self._version >= 2
         self._fd = os.open(self.path, os.O_RDONLY)
-        self._cache: OrderedDict[int, Any] = OrderedDict()
+        self._cache: OrderedDict[int, AnyEvent] = OrderedDict()
         self._payloads = PayloadReader(directory)
         self.refresh()
 
@@ -79,24 +140,56 @@ class RecordingReader:
 
     # -- access ------------------------------------------------------------------------------
     def raw(self, line: int) -> bytes:
+        """The bytes of ``line`` as stored (seal and newline included)."""
         offset, length = self.index.span(line)
         return os.pread(self._fd, length, offset)
 
-    def get_dict(self, line: int) -> dict[str, Any]:
-        """The event at ``line`` as an upgraded dict (no model validation)."""
+    def _damaged(self, line: int, reason: str) -> DamagedEvent:
+        self.damage.bad_lines[line] = reason
+        return DamagedEvent(f"{self.path}: line {line + 1}: {reason}.")
+
+    def decode(self, line: int, raw: bytes) -> EventDict:
+        """Check and decode one stored line (see the module docstring); DamagedEvent on failure."""
+        body, sealed = unseal(raw)
+        if sealed is False:
+            raise self._damaged(line, "checksum mismatch (the line was changed after it was written)")
+        if sealed is None and self._seal_required:
+            raise self._damaged(line, "no checksum (the line was not written by the recording writer)")
         try:
-            data = orjson.loads(self.raw(line))
+            data = orjson.loads(body)
         except orjson.JSONDecodeError as err:
-            self.damage.bad_lines[line] = f"not JSON: {err}"
-            raise DamagedEvent(f"{self.path}: line {line + 1} is not valid JSON ({err}).") from None
+            raise self._damaged(line, f"not JSON ({str(err)[:80]})") from None
         if not isinstance(data, dict):
-            self.damage.bad_lines[line] = "not a JSON object"
-            raise DamagedEvent(f"{self.path}: line {line + 1} is not a JSON object.")
-        if self.header.schema_version < SCHEMA_VERSION:
-            data = upgrade_event(data, self.header.schema_version)
+            raise self._damaged(line, "not a JSON object")
+        if self._version < SCHEMA_VERSION:
+            try:
+                data = upgrade_event(data, self._version)
+            except (KeyError, TypeError, ValueError, AttributeError) as err:
+                raise self._damaged(line, f"cannot be upgraded from schema {self._version} ({err!r:.60})") from None
+        if not isinstance(data.get("kind"), str):
+            raise self._damaged(line, "no string field kind")
+        seq = data.get("seq")
+        if not isinstance(seq, int) or isinstance(seq, bool):
+            raise self._damaged(line, f"field seq: not an integer ({seq!r:.30})")
         return data
 
-    def get(self, line: int) -> Any:
+    def get_dict(self, line: int) -> EventDict:
+        """The event at ``line`` as a checked, upgraded dict (no model validation)."""
+        if line < 0:
+            line += len(self)
+        return self.decode(line, self.raw(line))
+
+    def parse(self, line: int, data: EventDict | None = None) -> AnyEvent:
+        """The typed event at ``line``, validated but not cached (for whole-file passes)."""
+        data = self.get_dict(line) if data is None else data
+        try:
+            return parse_event(data)
+        except ValidationError as err:
+            raise self._damaged(line, validation_reason(err, data)) from None
+        except (ValueError, TypeError, RecursionError) as err:
+            raise self._damaged(line, f"not a valid event ({type(err).__name__})") from None
+
+    def get(self, line: int) -> AnyEvent:
         """The parsed event at ``line`` (cached)."""
         if line < 0:
             line += len(self)
@@ -104,31 +197,67 @@ class RecordingReader:
         if cached is not None:
             self._cache.move_to_end(line)
             return cached
-        data = self.get_dict(line)
-        try:
-            event = parse_event(data)
-        except ValidationError as err:
-            first = err.errors()[0]
-            reason = f"{first['msg']} at {'.'.join(map(str, first['loc']))}"
-            self.damage.bad_lines[line] = reason
-            raise DamagedEvent(f"{self.path}: line {line + 1} is not a valid event: {reason}.") from None
+        event = self.parse(line)
         self._cache[line] = event
         if len(self._cache) > _CACHE_SIZE:
             self._cache.popitem(last=False)
         return event
 
-    def iter_events(self, kinds: Iterable[str] | None = None, start: int = 0,
-                    stop: int | None = None) -> Iterator[Any]:
-        """Parsed events in order, skipping damaged lines; ``kinds`` filters before parsing."""
+    # -- scans ---------------------------------------------------------------------------------
+    def candidate_lines(self, kinds: Iterable[str] | None, start: int = 0, stop: int | None = None) -> Iterable[int]:
+        """Lines in [start, stop) that may hold an event of ``kinds`` (all lines when None). Lines whose
+        bytes do not name the kind are skipped unread; the caller checks the parsed kind."""
         stop = len(self) if stop is None else min(stop, len(self))
-        lines: Iterable[int] = range(start, stop)
-        if kinds is not None:
-            lines = self.lines_with([f'"kind":"{kind}"'.encode() for kind in kinds], start, stop)
-        for line in lines:
+        start = max(0, start)
+        if kinds is None or self._version < 1:  # schema 0 spelled the kind differently
+            return range(start, stop)
+        return self.lines_with([f'"kind":"{kind}"'.encode() for kind in kinds], start, stop)
+
+    def iter_dicts(self, kinds: Iterable[str] | None = None, start: int = 0,
+                   stop: int | None = None) -> Iterator[tuple[int, EventDict]]:
+        """(line, checked dict) for every intact line of ``kinds`` in order — the fast mode."""
+        wanted = None if kinds is None else frozenset(kinds)
+        for line in self.candidate_lines(wanted, start, stop):
             try:
-                yield self.get(line)
+                data = self.get_dict(line)
             except DamagedEvent:
                 continue
+            if wanted is None or data["kind"] in wanted:
+                yield line, data
+
+    def iter_events(self, kinds: Iterable[str] | None = None, start: int = 0,
+                    stop: int | None = None, *, cache: bool = True) -> Iterator[AnyEvent]:
+        """Typed events in order, skipping damaged lines; ``kinds`` is checked on the parsed event."""
+        wanted = None if kinds is None else frozenset(kinds)
+        for line in self.candidate_lines(wanted, start, stop):
+            try:
+                if cache:
+                    event = self.get(line)
+                else:
+                    event = self.parse(line)
+            except DamagedEvent:
+                continue
+            if wanted is None or event.kind in wanted:
+                yield event
+
+    def iter_lines(self, kinds: Iterable[str] | None = None, start: int = 0,
+                   stop: int | None = None) -> Iterator[tuple[int, AnyEvent]]:
+        """(line, typed event) pairs, uncached, for passes that need to know where each event is."""
+        wanted = None if kinds is None else frozenset(kinds)
+        for line in self.candidate_lines(wanted, start, stop):
+            try:
+                event = self.parse(line)
+            except DamagedEvent:
+                continue
+            if wanted is None or event.kind in wanted:
+                yield line, event
+
+    def iter_of(self, *types: type[E], start: int = 0, stop: int | None = None) -> Iterator[E]:
+        """Events of the given model classes, typed as such (``reader.iter_of(JudgeScore)``)."""
+        kinds = [t.model_fields["kind"].default for t in types]
+        for event in self.iter_events(kinds, start, stop):
+            if isinstance(event, types):
+                yield event
 
     def lines_with(self, tokens: Sequence[bytes], start: int = 0, stop: int | None = None) -> list[int]:
         """Line numbers in [start, stop) whose bytes contain any of ``tokens``, found by one regex
@@ -160,26 +289,25 @@ class RecordingReader:
         found = np.searchsorted(self.index.ends, np.asarray(offsets, dtype=np.int64), side="right")
         return [int(line) for line in np.unique(found)]
 
-    def payload(self, ref: str) -> Any:
-        """Resolve a content-addressed payload reference."""
+    # -- payloads and integrity ----------------------------------------------------------------
+    @property
+    def payloads(self) -> PayloadReader:
+        return self._payloads
+
+    def payload(self, ref: str) -> JSONValue:
+        """Resolve a content-addressed payload reference (checked against its hash)."""
         return self._payloads.get(ref)
 
     def verify(self) -> DamageReport:
-        """Parse every line once (no caching) and return the damage found."""
-        for line in range(len(self)):
-            try:
-                parse_event(self.get_dict(line))
-            except DamagedEvent:
-                continue
-            except ValidationError as err:
-                first = err.errors()[0]
-                self.damage.bad_lines[line] = f"{first['msg']} at {'.'.join(map(str, first['loc']))}"
-        return self.damage
+        """Check every line, the span tree and the payloads; returns (and keeps) the damage found."""
+        from memprobe_engine.events.integrity import check_recording
+
+        return check_recording(self)
 
     def close(self) -> None:
         os.close(self._fd)
 
-    def __enter__(self) -> "RecordingReader":
+    def __enter__(self) -> RecordingReader:
         return self
 
     def __exit__(self, *exc: object) -> None:

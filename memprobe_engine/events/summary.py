@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from memprobe_engine.events.reader import DamagedEvent, RecordingReader
+from memprobe_engine.events.reader import RecordingReader
 
 
 @dataclass
@@ -25,32 +25,36 @@ class RecordingSummary:
 
 
 def summarize(reader: RecordingReader) -> RecordingSummary:
-    """One pass over every complete line; damaged lines are counted in ``reader.damage``."""
+    """One pass over every complete line in the fast dict mode; damaged lines are counted in
+    ``reader.damage``. Fields of the wrong type are ignored here (``verify`` names them)."""
     summary = RecordingSummary()
-    for line in range(len(reader)):
-        try:
-            data = reader.get_dict(line)
-        except DamagedEvent:
-            continue
+    for _, data in reader.iter_dicts():
         summary.events += 1
-        kind = str(data.get("kind"))
+        kind = data["kind"]
         summary.by_kind[kind] += 1
         stamp = data.get("time")
-        if isinstance(stamp, (int, float)):
+        if isinstance(stamp, (int, float)) and not isinstance(stamp, bool):
             summary.first_time = stamp if summary.first_time is None else min(summary.first_time, stamp)
             summary.last_time = stamp if summary.last_time is None else max(summary.last_time, stamp)
-        if data.get("user_id"):
-            summary.users.add(data["user_id"])
-        if data.get("system"):
-            summary.systems.add(data["system"])
+        user, system = data.get("user_id"), data.get("system")
+        if isinstance(user, str) and user:
+            summary.users.add(user)
+        if isinstance(system, str) and system:
+            summary.systems.add(system)
         if kind == "span_begin":
             summary.spans_by_kind[str(data.get("span_kind"))] += 1
         elif kind == "llm_call":
             summary.llm_calls += 1
-            summary.llm_cache_hits += bool(data.get("cache_hit"))
-            usage = data.get("usage") or {}
-            summary.prompt_tokens += int(usage.get("prompt_tokens", 0))
-            summary.completion_tokens += int(usage.get("completion_tokens", 0))
+            summary.llm_cache_hits += data.get("cache_hit") is True
+            usage = data.get("usage")
+            if isinstance(usage, dict):
+                summary.prompt_tokens += _count(usage.get("prompt_tokens"))
+                summary.completion_tokens += _count(usage.get("completion_tokens"))
         elif kind == "run_end":
-            summary.run_status = data.get("status")
+            status = data.get("status")
+            summary.run_status = status if isinstance(status, str) else None
     return summary
+
+
+def _count(value: object) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0

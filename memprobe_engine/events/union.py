@@ -11,6 +11,7 @@ from memprobe_engine.events.dialogue import Message
 from memprobe_engine.events.llm import EmbeddingBatch, LLMCall
 from memprobe_engine.events.memory import MemoryFootprint, MemoryOp, MemorySnapshot, Retrieval
 from memprobe_engine.events.paradigms import ProbeAnswer, ProbeScore, SessionIngest
+from memprobe_engine.events.realize import RealizeCheck, RealizeExclusion
 from memprobe_engine.events.recovery import EpisodeEnd, PreferenceJudgment, TaskVerdict
 from memprobe_engine.events.run import ErrorEvent, Metric, RunEnd, RunStart, SpanBegin, SpanEnd
 from memprobe_engine.events.scoring import AttributionLabel, AttributionStage, JudgeScore, SlotFill
@@ -23,6 +24,7 @@ _EVENT_TYPES = (
     EpisodeEnd, PreferenceJudgment, TaskVerdict,
     SlotFill, JudgeScore, AttributionStage, AttributionLabel,
     SessionIngest, ProbeAnswer, ProbeScore,
+    RealizeCheck, RealizeExclusion,
 )
 
 #: Every event model, spelled out for the type checker: ``event.kind == "judge_score"`` narrows an
@@ -34,6 +36,8 @@ AnyEvent = Union[
     MemoryOp, MemorySnapshot, Retrieval, MemoryFootprint,
     EpisodeEnd, PreferenceJudgment, TaskVerdict,
     SlotFill, JudgeScore, AttributionStage, AttributionLabel,
+    SessionIngest, ProbeAnswer, ProbeScore,
+    RealizeCheck, RealizeExclusion,
 ]
 
 Event = Annotated[AnyEvent, Field(discriminator="kind")]

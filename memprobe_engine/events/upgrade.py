@@ -7,7 +7,10 @@ Version history:
 - 0: the development prototype's layout — ``type`` for the event kind, ``ts`` for wall time,
   ``span``/``parent`` for the span ids, and ``llm_call.prompt_tokens``/``completion_tokens`` at the
   top level instead of a ``usage`` object.
-- 1: the current layout (see ``docs/recording-format.md``).
+- 1: the current event layout (see ``docs/recording-format.md``), no per-line checksum.
+- 2: the same events; every line the writer appends ends in a CRC-32 member ``"ck"``, which the
+  reader checks and strips before the event is parsed (``checksum.py``). Event dicts are unchanged,
+  so the 1 -> 2 upgrader is the identity; a version-1 recording is read without line checks.
 """
 
 from __future__ import annotations
@@ -29,11 +32,20 @@ def _v0_to_v1(event: EventDict) -> EventDict:
     return out
 
 
-UPGRADERS: dict[int, Callable[[EventDict], EventDict]] = {0: _v0_to_v1}
+def _v1_to_v2(event: EventDict) -> EventDict:
+    return event
+
+
+UPGRADERS: dict[int, Callable[[EventDict], EventDict]] = {0: _v0_to_v1, 1: _v1_to_v2}
+#: Versions this MemProbe can read: every one with an upgrader, and the current one.
+READABLE_VERSIONS: frozenset[int] = frozenset(UPGRADERS) | {SCHEMA_VERSION}
 
 
 def upgrade_event(event: EventDict, from_version: int) -> EventDict:
-    """Bring one stored event dict from ``from_version`` up to :data:`SCHEMA_VERSION`."""
+    """Bring one stored event dict from ``from_version`` up to :data:`SCHEMA_VERSION`.
+
+    ``from_version`` must be in :data:`READABLE_VERSIONS` (``read_header`` refuses any other).
+    """
     for version in range(from_version, SCHEMA_VERSION):
         event = UPGRADERS[version](event)
     return event

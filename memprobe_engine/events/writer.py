@@ -2,7 +2,9 @@
 
 Opening an existing recording continues it (a resumed run): the last sequence number is read from
 the tail, and a torn last line left by a crash is moved aside to ``events.damaged-<n>`` before new
-events are appended, so no complete event is lost and no partial line is ever glued to a new one.
+events are appended, so no complete event is lost and no partial line is ever glued to a new one
+(``payloads.jsonl`` gets the same treatment in ``payloads.py``). Every line is sealed with a CRC-32
+(``checksum.py``) so a reader can tell a damaged line from an intact one.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import orjson
 
 from memprobe_engine.errors import RecordingError
 from memprobe_engine.events.base import EventBase
+from memprobe_engine.events.checksum import CHECKSUM_FIELD, seal, unseal
 from memprobe_engine.events.header import (EVENTS_FILE, HEADER_FILE, RecordingHeader, read_header,
                                            write_header)
 from memprobe_engine.events.payloads import PayloadWriter
@@ -51,7 +54,7 @@ class EventWriter:
             event.seq = self._next_seq
             if not event.time:
                 event.time = time.time()
-            line = orjson.dumps(event.model_dump(exclude_none=True)) + b"\n"
+            line = seal(orjson.dumps(event.model_dump(exclude_none=True))) + b"\n"
             os.write(self._fd, line)
             self._next_seq += 1
         return event
@@ -61,7 +64,8 @@ class EventWriter:
         with self._mutex:
             data["seq"] = self._next_seq
             data.setdefault("time", time.time())
-            os.write(self._fd, orjson.dumps(data) + b"\n")
+            data.pop(CHECKSUM_FIELD, None)  # a copied line's old seal; the line is sealed anew
+            os.write(self._fd, seal(orjson.dumps(data)) + b"\n")
             self._next_seq += 1
             return data["seq"]
 
@@ -161,7 +165,10 @@ def _recover_tail(path: Path) -> int:
         prev = chunk.rfind(b"\n")
         last_line = chunk[prev + 1:] if prev >= 0 else _read_last_line(handle, complete_end)
         try:
-            return int(orjson.loads(last_line)["seq"]) + 1
+            seq = orjson.loads(unseal(last_line)[0])["seq"]
+            if not isinstance(seq, int) or isinstance(seq, bool) or seq < 0:
+                raise TypeError(seq)
+            return seq + 1
         except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
             raise RecordingError(f"{path}: the last complete line is not a valid event, so the run cannot "
                                  f"be continued safely. Run `memprobe recording verify {path.parent}`.") from None

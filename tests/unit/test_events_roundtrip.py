@@ -15,6 +15,7 @@ from memprobe_engine.events.jsonpatch import apply_patch, make_patch
 from memprobe_engine.events.llm import EmbeddingBatch, LLMCall, RecordedMessage, RetryNote, TokenUsage
 from memprobe_engine.events.memory import MemoryFootprint, MemoryOp, MemorySnapshot, Retrieval
 from memprobe_engine.events.paradigms import IngestedTurn, ProbeAnswer, ProbeScore, RetrievedItem, SessionIngest
+from memprobe_engine.events.realize import RealizeCheck, RealizeExclusion
 from memprobe_engine.events.recovery import EpisodeEnd, PreferenceJudgment, TaskVerdict
 from memprobe_engine.events.reader import open_recording
 from memprobe_engine.events.recorder import Recorder
@@ -53,6 +54,10 @@ def one_of_each(recorder: Recorder) -> list[object]:
                     question="q?", retrieved=[RetrievedItem(id="m1", text="x", score=0.3)], answer={"answer": "8080"}),
         ProbeScore(episode_id="E1", probe_index=0, probe_type="current_value", score=0.5,
                    subscores={"value": 1.0}, reason="contains gold", scorer_version="b1"),
+        RealizeCheck(episode_id="E1", session_idx=3, session_type="filler_decoy_nonupdate", attempt=1,
+                     role="realizer", call_seq=7, problems=['"X" must appear word for word'], outcome="retry"),
+        RealizeExclusion(episode_id="E1", scope="session", session_idx=3, session_type="filler_decoy_nonupdate",
+                         reason="rules still failed after 3 attempts"),
         Metric(name="B", value=0.6, scope={"mode": "dump_all"}),
         ErrorEvent(where="agent", error_type="LLMError", message="boom"),
         RunEnd(status="completed"),
@@ -195,6 +200,8 @@ def test_events_with_null_fields_read_back(tmp_path: Path) -> None:
     for event_type in _EVENT_TYPES:
         required = {name: field for name, field in event_type.model_fields.items() if field.is_required()}
         values = {name: _minimal(field.annotation) for name, field in required.items()}
+        if event_type.model_fields["kind"].default in ("span_begin", "span_end"):
+            values["span_id"] = "s1"  # a span event without an id is span-tree damage
         written.append(writer.write(event_type(**values)))
     writer.close()
     reader = open_recording(tmp_path / "rec")

@@ -1,0 +1,143 @@
+"""The whole-recording integrity check: one function, so every reader reports the same damage.
+
+``recording verify``, ``memprobe report`` (a warning on stderr), the TUI (a banner) and the browser
+(a status) all call :func:`check_recording` and print its :class:`DamageReport`, so they name the
+same counts. The check reads every line once through the reader (seal, JSON, object, schema
+upgrade, typed validation), follows the span tree with :class:`SpanTree` (cycles, unknown parents,
+reused ids, unclosed spans) and resolves every payload reference against ``payloads.jsonl``
+(missing, damaged, hash mismatch), plus the payload file's own bad lines and torn tail.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from memprobe_engine.events.payloads import scan_payloads
+from memprobe_engine.events.reader import DamagedEvent, DamageReport, RecordingReader
+from memprobe_engine.events.spans import SpanTree
+
+#: A recording above this many lines gets the quick check in interactive readers (no typed
+#: validation of every line); ``recording verify`` always runs the full one.
+QUICK_CHECK_ABOVE = 300_000
+_REF_DEPTH = 6
+
+Progress = Callable[[int, int], None]
+
+
+def check_recording(reader: RecordingReader, *, deep: bool = True, progress: Progress | None = None,
+                    should_stop: Callable[[], bool] | None = None) -> DamageReport:
+    """Check everything the reader has indexed; the result also replaces ``reader.damage``.
+
+    ``deep`` validates every line into its model (wrong-typed fields); without it lines are checked
+    for seal, JSON and envelope only. ``progress(done, total)`` is called every 50,000 lines.
+    """
+    report = DamageReport(tail_bytes=reader.index.tail_bytes)
+    reader.damage = report  # the reader files bad lines here as it decodes
+    spans = SpanTree()
+    refs: dict[str, int] = {}
+    total = len(reader)
+    for line in range(total):
+        if line % 50_000 == 0:
+            if should_stop is not None and should_stop():
+                break
+            if progress is not None:
+                progress(line, total)
+        try:
+            data = reader.get_dict(line)
+            if deep:
+                reader.parse(line, data)
+        except DamagedEvent:
+            continue
+        kind = data["kind"]
+        if kind == "span_begin" or kind == "span_end":
+            span_id, parent = data.get("span_id"), data.get("parent_span_id")
+            if not isinstance(span_id, str):
+                report.bad_lines[line] = f"seq {data['seq']}: field span_id: {kind} without a span id"
+                continue
+            if kind == "span_begin":
+                problem = spans.begin(span_id, parent if isinstance(parent, str) else None, line)
+            else:
+                problem = spans.end(span_id)
+            if problem is not None:
+                report.bad_lines[line] = f"seq {data['seq']}: {problem}"
+        for ref in _refs(data, 0):
+            refs.setdefault(ref, line)
+    if not writer_alive(reader.directory):  # a live run's open spans are still being worked on
+        report.unclosed_spans = spans.unclosed()
+    _check_payloads(reader, refs, report)
+    if progress is not None:
+        progress(total, total)
+    return report
+
+
+def _refs(value: Any, depth: int) -> Iterator[str]:
+    """Payload references anywhere in an event: string values of keys ending in ``_ref``."""
+    if depth > _REF_DEPTH:
+        return
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if isinstance(item, str):
+                if isinstance(key, str) and key.endswith("_ref") and item.startswith("sha256:"):
+                    yield item
+            elif isinstance(item, (dict, list)):
+                yield from _refs(item, depth + 1)
+    elif isinstance(value, list):
+        for item in value:
+            if isinstance(item, (dict, list)):
+                yield from _refs(item, depth + 1)
+
+
+def _check_payloads(reader: RecordingReader, refs: dict[str, int], report: DamageReport) -> None:
+    store = reader.payloads
+    store.refresh()
+    index = scan_payloads(reader.directory / "payloads.jsonl")
+    for number, reason in index.bad_lines.items():
+        report.payload_problems[f"payloads.jsonl line {number + 1}"] = reason
+    report.payload_tail_bytes = index.tail_bytes
+    for ref in index.offsets:
+        problem = store.check(ref)
+        if problem is not None:
+            report.payload_problems[ref] = f"{problem} (does not match its hash)"
+    for ref, line in refs.items():
+        if ref not in index.offsets:
+            where = "payloads.jsonl is missing" if not index.exists else "not in payloads.jsonl"
+            report.payload_problems[ref] = f"referenced at line {line + 1}, {where}"
+
+
+def writer_alive(directory: Path) -> bool:
+    """True when ``writer.lock`` names a process that exists (a run is, or may be, appending)."""
+    try:
+        pid = int((directory / "writer.lock").read_text().strip() or "0")
+    except (OSError, ValueError):
+        return False
+    if pid <= 0 or pid == os.getpid():
+        return pid == os.getpid() and _lock_held(directory)
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _lock_held(directory: Path) -> bool:
+    """For our own pid: whether the lock is really held now (a closed writer leaves its pid behind)."""
+    import fcntl
+
+    try:
+        fd = os.open(directory / "writer.lock", os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    else:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return False
+    finally:
+        os.close(fd)
