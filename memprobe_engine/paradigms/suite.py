@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Literal, get_args
 
 import orjson
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationError
 
 from memprobe_engine.errors import ConfigError
 
@@ -209,6 +209,18 @@ class Probe(_Open):
     expected_behavior: ExpectedBehavior | None = None
     gold_answer: str = ""
     gold: Gold | None = None
+    #: The episode's latent spec (condition, canonical values) for the scorer; set on load, not saved.
+    _spec: LatentSpec | None = PrivateAttr(default=None)
+
+    @property
+    def spec(self) -> LatentSpec | None:
+        return self._spec
+
+    def attach_spec(self, spec: LatentSpec) -> None:
+        """Give the probe its episode's spec (and the spec's gold where the probe has none)."""
+        self._spec = spec
+        if self.gold is None:
+            self.gold = spec.gold
 
 
 class Episode(_Open):
@@ -309,8 +321,7 @@ def parse_episode(raw: Any, where: str) -> Episode:
     except ValidationError as err:
         raise ConfigError(f"{where} (episode {episode_id}): {_field_path(err)}. Fix that field.") from None
     for probe in episode.probes:
-        if probe.gold is None:
-            probe.gold = episode.latent_spec.gold
+        probe.attach_spec(episode.latent_spec)
     return episode
 
 
