@@ -23,7 +23,7 @@ app = typer.Typer(
 )
 
 from memprobe_engine.cli import (doctor_cmd, generate_cmd, import_cmd, llm_cmds, merge_cmd,  # noqa: E402
-                                 recording_cmds, report_cmd, rescore_cmd, run_cmd, sessions_cmds)
+                                 proxy_cmd, recording_cmds, report_cmd, rescore_cmd, run_cmd, sessions_cmds)
 
 app.add_typer(recording_cmds.recording_app, name="recording")
 app.add_typer(llm_cmds.llm_app, name="llm")
@@ -34,6 +34,7 @@ app.command("merge")(merge_cmd.merge)
 app.command("rescore")(rescore_cmd.rescore)
 app.add_typer(sessions_cmds.sessions_app, name="sessions")
 app.add_typer(sessions_cmds.systems_app, name="systems")
+app.command("proxy")(proxy_cmd.proxy)
 app.add_typer(generate_cmd.generate_app, name="generate")
 app.add_typer(import_cmd.import_app, name="import")
 
