@@ -33,8 +33,11 @@ def _shard(value: str) -> tuple[int, int]:
 
 def run(
     record: Annotated[Path, typer.Option(help="Recording directory to write (an existing one is resumed).")],
-    suite: Annotated[str, typer.Option(help="Benchmark suite: recovery (protocol A).")] = "recovery",
-    sessions: Annotated[Path, typer.Option(help="Sessions folder (pool.json, users/).")] = Path("sessions"),
+    suite: Annotated[str, typer.Option(help="Benchmark suite: recovery (protocol A) or paradigms (protocol B).")]
+    = "recovery",
+    sessions: Annotated[Path, typer.Option(help="Sessions folder (pool.json, users/), or for paradigms a suite "
+                                           "folder (episodes.jsonl), e.g. sessions/paradigms/upstream-sample.")]
+    = Path("sessions"),
     users: Annotated[Optional[str], typer.Option(help="Comma-separated user ids, or all.")] = None,
     dims: Annotated[Optional[str], typer.Option(help="Comma-separated dimension names, or all (31 per user).")] = None,
     systems: Annotated[str, typer.Option("--systems", "--system", help="Comma-separated memory systems: built-in "
@@ -57,6 +60,14 @@ def run(
     embeddings: Annotated[str, typer.Option(help="Embedding spec: st:minilm (offline) or openai:MODEL@URL.")]
     = "st:minilm",
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not use the persistent response cache.")] = False,
+    episodes: Annotated[Optional[str], typer.Option(help="paradigms: comma-separated episode ids, or all.")] = None,
+    paradigms: Annotated[Optional[str], typer.Option(help="paradigms: interference, misinformation, consolidation, "
+                                                     "reconsolidation (comma-separated), or all.")] = None,
+    k: Annotated[int, typer.Option(help="paradigms: memories a memory system's search returns to the reader.")] = 10,
+    session_k: Annotated[int, typer.Option(help="paradigms: sessions naive_rag / time_aware_rag retrieve.")] = 5,
+    reader_max_tokens: Annotated[int, typer.Option(help="paradigms: cap on the reader's answer tokens.")] = 300,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print what would run (units, calls) and stop; "
+                                          "no model is called and nothing is written.")] = False,
 ) -> None:
     """Run a benchmark and record every step; re-running the same command resumes it."""
     from memprobe_engine.llm.cache import ResponseCache
@@ -64,8 +75,19 @@ def run(
     from memprobe_engine.recovery.rollout import RolloutSettings
     from memprobe_engine.runner import RecoveryPlan, run_recovery, stderr_progress
 
+    if suite == "paradigms":
+        from memprobe_engine.cli.run_paradigms import ParadigmOptions, run_paradigms_command
+
+        run_paradigms_command(ParadigmOptions(
+            record=record, sessions=sessions, episodes=_csv(episodes), paradigms=_csv(paradigms),
+            systems=_csv(systems) or [], model=list(model or []), config=config, concurrency=concurrency,
+            shard=_shard(shard), seed=seed, k=k, session_k=session_k, reader_max_tokens=reader_max_tokens,
+            embeddings=embeddings, no_cache=no_cache, dry_run=dry_run))
+        return
     if suite != "recovery":
-        raise ConfigError(f"--suite {suite!r}: this version runs the recovery suite (protocol A) only.")
+        raise ConfigError(f"--suite {suite!r}: use recovery (protocol A) or paradigms (protocol B).")
+    if dry_run:  # PAR's protocol-A plan printer replaces this refusal; never run for real on --dry-run
+        raise ConfigError("--dry-run is not implemented for --suite recovery yet; leave it off to run.")
     mode_list = _csv(modes) or ["dump_all", "retrieve"]
     bad = [m for m in mode_list if m not in ("dump_all", "retrieve")]
     if bad:

@@ -15,6 +15,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 
+import orjson
 from pydantic import BaseModel
 
 from memprobe_engine.errors import ConfigError
@@ -70,9 +71,11 @@ class MemoryServices:
 
 
 class Observation(BaseModel):
-    """One piece of evidence offered to the memory: the task opening, a user turn, an assistant turn."""
+    """One piece of evidence offered to the memory: the task opening, a user turn, an assistant turn,
+    or (protocol B's agentic sessions) a tool's output. In protocol B ``task_index`` is the session's
+    index and the session's first user turn is its ``task`` opening."""
 
-    kind: Literal["task", "user", "assistant"]
+    kind: Literal["task", "user", "assistant", "tool_output"]
     text: str
     task_index: int
     turn: int = 0
@@ -85,6 +88,29 @@ class ScoredItem(BaseModel):
     id: str
     item: dict[str, Any]
     score: float | None = None
+
+
+class AgentContext(BaseModel):
+    """What the assistant is shown from memory for one turn (the optional ``agent_context`` hook).
+
+    ``hits`` fill the memory block of the system prompt, one line each (see ``memory_line``);
+    ``prior_dialogue`` holds earlier tasks replayed verbatim as chat turns, for a system whose
+    memory *is* the transcript (``longctx_full``). A system without the hook is shown its own
+    ``search(query, k)``."""
+
+    hits: list[ScoredItem] = []
+    prior_dialogue: list[tuple[str, str]] = []
+
+
+def memory_line(item: dict[str, Any]) -> str:
+    """One memory item in the assistant's memory block: its text, with its tags when it has any
+    (as the release's agents show A-MEM notes); an item without a ``content`` text is shown as JSON."""
+    content = item.get("content")
+    if not isinstance(content, str):
+        return orjson.dumps(item).decode()
+    tags = item.get("tags")
+    suffix = f"  [tags: {', '.join(str(t) for t in tags)}]" if isinstance(tags, list) and tags else ""
+    return f"• {content}{suffix}"
 
 
 class Footprint(BaseModel):
@@ -119,6 +145,8 @@ class MemorySystem(Protocol):
         """The whole store as items with their native fields (dump_all mode)."""
         ...
 
+    # Optional: ``async def agent_context(self, query: str, k: int, task_index: int) -> AgentContext``
+    # — what the assistant sees for this turn, when it is not simply ``search(query, k)``.
     # Optional: ``async def finish(self) -> None`` — called once after the user's last task, before
     # the store is measured and read, for systems that write in batches (e.g. memt). Not part of
     # the runtime-checked protocol, so systems without batching need not define it.

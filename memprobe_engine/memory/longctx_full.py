@@ -22,6 +22,7 @@ from memprobe_engine.memory.base import Footprint, MemoryServices, Observation, 
 _CATEGORY: dict[str, tuple[str, str]] = {
     "user": ("user_reply", "User: "),
     "assistant": ("agent_reply", "Agent: "),
+    "tool_output": ("tool_output", "Tool: "),  # protocol B's agentic sessions
 }
 
 

@@ -71,6 +71,22 @@ def _has_number(number: str, text: str) -> bool:
     return re.search(r"(?<![\d.])" + re.escape(number) + r"(?![\d]|\.\d)", text) is not None
 
 
+def contains(value: str, text: str) -> bool:
+    """``value`` occurs in ``text``; a value that starts or ends with a digit must not continue a
+    longer number there ("5 retries" is not in "15 retries", "3" is not in "3.5")."""
+    if not (value[:1].isdigit() or value[-1:].isdigit()):
+        return value in text
+    start = text.find(value)
+    while start != -1:
+        before = text[start - 1] if start else ""
+        after = text[start + len(value):start + len(value) + 2]
+        if not (value[0].isdigit() and (before.isdigit() or before == ".")) and \
+                not (value[-1].isdigit() and (after[:1].isdigit() or (after[:1] == "." and after[1:2].isdigit()))):
+            return True
+        start = text.find(value, start + 1)
+    return False
+
+
 @dataclass(frozen=True)
 class Match:
     """Whether a gold value was found in a prediction, and how (recorded as the score's reason)."""
@@ -89,10 +105,10 @@ def value_match(gold: str, predicted: str) -> Match:
     gold_l, pred_l = gold.lower().strip(), predicted.lower().strip()
     if not gold_l:
         return Match(False, "empty gold value")
-    if gold_l in pred_l:
+    if contains(gold_l, pred_l):
         return Match(True, "value present in answer")
     gold_n, pred_n = normalize_value(gold_l), normalize_value(pred_l)
-    if gold_n and gold_n in pred_n:
+    if gold_n and contains(gold_n, pred_n):
         return Match(True, f"normalized value present ({gold_n!r})")
     if pred_n and pred_n in gold_n and leading_number(pred_n):
         return Match(True, f"numeric answer {pred_n!r} is the gold {gold_n!r}")

@@ -1,0 +1,72 @@
+"""``memprobe run --suite paradigms``: protocol B's side of the run command (kept apart from protocol A's
+options so ``run_cmd.py`` only dispatches)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from rich.console import Console
+
+from memprobe_engine.errors import ConfigError
+
+console = Console(highlight=False, stderr=True)
+
+
+@dataclass(frozen=True)
+class ParadigmOptions:
+    """The run command's flags that protocol B reads."""
+
+    record: Path
+    sessions: Path
+    episodes: list[str] | None
+    paradigms: list[str] | None
+    systems: list[str]
+    model: list[str]
+    config: Path | None
+    concurrency: int
+    shard: tuple[int, int]
+    seed: int
+    k: int
+    session_k: int
+    reader_max_tokens: int
+    embeddings: str
+    no_cache: bool
+    dry_run: bool
+
+
+def run_paradigms_command(options: ParadigmOptions) -> None:
+    """Resolve the flags into a plan, then print it (``--dry-run``) or run it."""
+    from memprobe_engine.llm.cache import ResponseCache
+    from memprobe_engine.llm.config import load_llm_config
+    from memprobe_engine.paradigms.reader import ReaderSettings
+    from memprobe_engine.paradigms.runner import (
+        ParadigmPlan,
+        describe_plan,
+        run_paradigms,
+    )
+    from memprobe_engine.runner import stderr_progress
+
+    if options.k < 1 or options.session_k < 1:
+        raise ConfigError("--k and --session-k must be at least 1.")
+    if options.reader_max_tokens < 16:
+        raise ConfigError("--reader-max-tokens must be at least 16 (the answer is a small JSON object).")
+    sessions = options.sessions
+    if sessions == Path("sessions"):
+        raise ConfigError("--suite paradigms needs --sessions pointing at a paradigm suite folder, e.g. "
+                          "--sessions sessions/paradigms/upstream-sample.")
+    plan = ParadigmPlan(sessions_dir=sessions, systems=options.systems, episodes=options.episodes,
+                        paradigms=options.paradigms, k=options.k, session_k=options.session_k,
+                        reader=ReaderSettings(max_tokens=options.reader_max_tokens, seed=options.seed),
+                        seed=options.seed, shard=options.shard, embedding_spec=options.embeddings)
+    if options.dry_run:
+        for line in describe_plan(plan):
+            console.print(line)
+        console.print("dry run: nothing was called or written.")
+        return
+    llm_config = load_llm_config(options.config, os.environ, list(options.model))
+    out = asyncio.run(run_paradigms(plan, options.record, llm_config=llm_config, concurrency=options.concurrency,
+                                    cache=None if options.no_cache else ResponseCache(), progress=stderr_progress))
+    console.print(f"recorded to [bold]{out}[/]  (report: memprobe report {out})")
