@@ -15,6 +15,8 @@ import orjson
 
 from memprobe_engine.errors import MemProbeError, RecordingError
 from memprobe_engine.events.header import EVENTS_FILE, HEADER_FILE, read_header
+from memprobe_engine.events.reader import DamageReport
+from memprobe_engine.replay.grid import headline_without_baselines
 from memprobe_engine.replay.scores import score_board
 from memprobe_engine.replay.session import ReplaySession, writer_alive
 
@@ -92,13 +94,21 @@ def list_recordings(folder: Path | str) -> list[RecordingEntry]:
 
 
 def headline(path: Path) -> dict[str, float | None]:
-    """B per access mode over the whole recording (one index pass; run it in a worker)."""
+    """B per access mode over the systems under test — baselines (nomem) left out, unless the
+    recording holds nothing else (one index pass; run it in a worker)."""
+
+    return headline_and_damage(path)[0]
+
+
+def headline_and_damage(path: Path) -> tuple[dict[str, float | None], DamageReport | None]:
+    """The headline B and the recording's integrity check (the same one ``recording verify`` and
+    the replay banner run), from one open; None for the check when the recording does not open."""
     try:
         session = ReplaySession.open(path)
     except MemProbeError:
-        return {}
+        return {}, None
     try:
         session.build_index()
-        return score_board(session).headline()
+        return headline_without_baselines(score_board(session))[0], session.integrity
     finally:
         session.close()

@@ -1,30 +1,26 @@
 """The replay index: one pass over a recording that keeps its span tree and its scoring events.
 
-The reader already knows where every line starts; this pass finds the few kinds the replay UI needs
-up front (span begin/end, run start/end, episode ends, preference judgments, footprints, slot-fills,
-judge scores, attribution, errors) and parses only those lines. It reads ``events.jsonl`` in windows
-(``pread``) and searches each with one compiled regex, so lines of other kinds (the bulk: messages, LLM calls,
-memory ops) are never decoded; they are read lazily when a screen shows them. The pass reports
-progress, can be stopped between windows, and can be resumed from where it stopped, which is how a
-followed live recording is kept current. It uses its own file handle, never the reader's event
-cache, so it may run in a thread next to code that reads events.
+The reader already knows where every line starts; this pass asks it, window by window, for the few
+kinds the replay UI needs up front (span begin/end, run start/end, episode ends, preference
+judgments, footprints, slot-fills, judge scores, attribution, errors) in its fast dict mode, so lines
+of other kinds (the bulk: messages, LLM calls, memory ops) are never decoded; they are read lazily
+when a screen shows them. The span tree follows the rules of ``events/spans.py``: a reused span id
+or a parent not opened before is filed as a bad line and never linked, so no walk can loop. The pass
+reports progress, can be stopped between windows, and can be resumed from where it stopped, which is
+how a followed live recording is kept current. It never touches the reader's event cache, so it may
+run in a thread next to code that reads events.
 """
 
 from __future__ import annotations
 
-import os
-import re
 import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-import orjson
-
-from memprobe_engine.events.reader import RecordingReader
-from memprobe_engine.events.upgrade import upgrade_event
+from memprobe_engine.events.reader import DamagedEvent, RecordingReader
+from memprobe_engine.events.spans import SpanTree
 
 #: Kinds parsed during the pass; everything else stays undecoded until shown.
 INDEXED_KINDS: tuple[str, ...] = (
@@ -43,8 +39,7 @@ _KEEP: dict[str, tuple[str, ...]] = {
     "judge_score": ("seq", "user_id", "system", "dimension", "mode", "score", "rescore_of", "excluded"),
     "attribution_label": ("seq", "user_id", "system", "dimension", "mode", "label"),
 }
-_PATTERN = re.compile(rb'"kind":"(' + b"|".join(k.encode() for k in INDEXED_KINDS) + rb')"')
-_WINDOW = 8 << 20  # bytes decoded per step: bounds the copy and the time between progress reports
+_WINDOW_LINES = 50_000  # lines covered per step: bounds the time between progress reports and stops
 
 Progress = Callable[[int, int], None]
 StopFlag = Callable[[], bool]
@@ -82,6 +77,8 @@ class RunIndex:
     #: one event per turn, and per unit *attempt*, so a re-run unit's earlier attempt is not counted.
     preference: dict[tuple[str, int], list[float]] = field(default_factory=dict)
     bad_lines: dict[int, str] = field(default_factory=dict)
+    #: The span tree's rules (events/spans.py): a reused id or a parent not opened before is damage.
+    tree: SpanTree = field(default_factory=SpanTree, repr=False)
     scanned_lines: int = 0
     run_status: str | None = None  # status of the last run_end after the last run_start
     run_sessions: int = 0
@@ -104,7 +101,9 @@ class RunIndex:
 
     def unit_of(self, span_id: str | None) -> str | None:
         """The id of the ``unit`` span at or above ``span_id`` (None outside any unit)."""
-        while span_id is not None:
+        steps = 0
+        while span_id is not None and steps <= len(self.spans):  # bounded even on a damaged tree
+            steps += 1
             rec = self.spans.get(span_id)
             if rec is None:
                 return None
@@ -119,6 +118,8 @@ class RunIndex:
         stack = [span.span_id]
         while stack:
             current = stack.pop()
+            if current in out:
+                continue
             out.add(current)
             stack.extend(self.spans[current].children or ())
         return out
@@ -132,82 +133,46 @@ class RunIndex:
 
 def extend_run_index(index: RunIndex, reader: RecordingReader, progress: Progress | None = None,
                      should_stop: StopFlag | None = None) -> int:
-    """Scan the lines the reader has indexed but this index has not; returns how many were scanned.
+    """Absorb the lines the reader has indexed but this index has not; returns how many were covered.
 
-    Stops early (between windows) when ``should_stop`` returns True; the next call resumes there.
+    Lines come from the reader's kind-filtered dict mode (one byte scan per window, seal and
+    envelope checked, parsed kind checked), so damage is judged by the read model, not here. Stops
+    early (between windows) when ``should_stop`` returns True; the next call resumes there.
     """
-    ends = reader.index.ends  # the reader may extend its index meanwhile: work on this snapshot
-    total = int(ends.shape[0])
+    total = len(reader)  # the reader may extend its index meanwhile: cover what it has now
     start_line = index.scanned_lines
     if start_line >= total:
         return 0
-    legacy = reader.header.schema_version < 1
-    # pread into a bounded buffer rather than mmap: mapped file pages would count against the
-    # process's resident memory until released, and the point is to stay far below the file size.
-    fd = os.open(reader.path, os.O_RDONLY)
-    try:
-        line = start_line
-        while line < total:
-            if should_stop is not None and should_stop():
-                break
-            byte_start = int(ends[line - 1]) if line else 0
-            stop_line = max(line + 1, int(np.searchsorted(ends, byte_start + _WINDOW, side="right")))
-            stop_line = min(stop_line, total)
-            window = os.pread(fd, int(ends[stop_line - 1]) - byte_start, byte_start)
-            with index.lock:
-                if legacy:
-                    _scan_legacy(index, reader, window, ends, line, stop_line, byte_start)
-                else:
-                    _scan_window(index, window, ends, line, byte_start)
-                index.scanned_lines = line = stop_line
-            if progress is not None:
-                progress(line, total)
-    finally:
-        os.close(fd)
+    line = start_line
+    while line < total:
+        if should_stop is not None and should_stop():
+            break
+        stop_line = min(total, line + _WINDOW_LINES)
+        found = [(at, data) for at, data in reader.iter_dicts(INDEXED_KINDS, line, stop_line)
+                 if data["kind"] in _SPAN_KINDS or _valid(reader, at, data)]
+        with index.lock:
+            for at, data in found:
+                _absorb(index, data, at)
+            index.scanned_lines = line = stop_line
+        if progress is not None:
+            progress(line, total)
     return index.scanned_lines - start_line
 
 
-def _scan_window(index: RunIndex, window: bytes, ends: np.ndarray, first_line: int, byte_start: int) -> None:
-    positions = [m.start() for m in _PATTERN.finditer(window)]
-    if not positions:
-        return
-    stop_line = first_line + int(np.searchsorted(ends[first_line:], byte_start + len(window), side="left")) + 1
-    local_ends = ends[first_line:stop_line] - byte_start
-    # Python ints for the per-line arithmetic below: numpy scalars are several times slower there.
-    offsets = [0, *local_ends.tolist()]
-    previous = -1
-    for local in np.searchsorted(local_ends, np.asarray(positions, dtype=np.int64), side="right").tolist():
-        if local == previous:
-            continue
-        previous = local
-        raw = window[offsets[local]:offsets[local + 1]]
-        if b'"kind":"slot_fill"' in raw and b'"overflow":true' not in raw:
-            continue  # only overflowing fills matter to the overview; the rest are read on demand
-        try:
-            data = orjson.loads(raw)
-        except orjson.JSONDecodeError as err:
-            index.bad_lines[first_line + local] = f"not JSON: {err}"
-            continue
-        if isinstance(data, dict):
-            _absorb(index, data, first_line + local)
-        else:
-            index.bad_lines[first_line + local] = "not a JSON object"
+_SPAN_KINDS = frozenset({"span_begin", "span_end"})
 
 
-def _scan_legacy(index: RunIndex, reader: RecordingReader, window: bytes, ends: np.ndarray, first: int,
-                 stop: int, byte_start: int) -> None:
-    """Old schema versions spell the kind differently: decode and upgrade every line (they are small)."""
-    for line in range(first, stop):
-        lo = (int(ends[line - 1]) if line else 0) - byte_start
-        try:
-            data = orjson.loads(window[lo:int(ends[line]) - byte_start])
-        except orjson.JSONDecodeError as err:
-            index.bad_lines[line] = f"not JSON: {err}"
-            continue
-        if isinstance(data, dict):
-            data = upgrade_event(data, reader.header.schema_version)
-            if data.get("kind") in INDEXED_KINDS:
-                _absorb(index, data, line)
+def _valid(reader: RecordingReader, line: int, data: dict[str, Any]) -> bool:
+    """Scoring and lifecycle events are few: validate them into their models, so a wrong-typed
+    field is damage (filed in ``reader.damage``) rather than a crash in a fold. Spans are many and
+    are checked field by field in :func:`_begin`."""
+    if data["kind"] == "slot_fill" and data.get("overflow") is not True:
+        return True  # skipped by _absorb unparsed
+    try:
+        reader.parse(line, data)
+    except DamagedEvent:
+        return False
+    return True
 
 
 def _intern(value: Any) -> Any:
@@ -215,46 +180,79 @@ def _intern(value: Any) -> Any:
     return sys.intern(value) if isinstance(value, str) else value
 
 
+def _text(value: Any) -> str | None:
+    return sys.intern(value) if isinstance(value, str) else None
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
 def _absorb(index: RunIndex, data: dict[str, Any], line: int) -> None:
-    kind = data.get("kind")
+    kind = data["kind"]
     if kind == "span_begin":
         _begin(index, data, line)
         return
     if kind == "span_end":
-        rec = index.spans.get(data.get("span_id") or "")
+        span_id = data.get("span_id")
+        problem = index.tree.end(span_id) if isinstance(span_id, str) else "span_end without a span id"
+        if problem is not None:
+            index.bad_lines[line] = problem
+            return
+        rec = index.spans.get(span_id) if isinstance(span_id, str) else None
         if rec is not None:
             rec.end_line = line
-            rec.status = _intern(str(data.get("status", "ok")))
-            rec.error = data.get("error")
+            status = data.get("status", "ok")
+            rec.status = _intern(status if isinstance(status, str) else "error")
+            error = data.get("error")
+            rec.error = error if isinstance(error, str) else None
         return
     if kind == "preference_judgment":
-        unit = index.unit_of(data.get("span_id"))
-        if data.get("mean") is not None and unit is not None:
-            acc = index.preference.setdefault((unit, int(data.get("task_index", 0))), [0.0, 0.0])
-            acc[0] += float(data["mean"])
+        unit = index.unit_of(_text(data.get("span_id")))
+        mean, task = _number(data.get("mean")), data.get("task_index", 0)
+        if mean is not None and unit is not None and isinstance(task, int):
+            acc = index.preference.setdefault((unit, task), [0.0, 0.0])
+            acc[0] += mean
             acc[1] += 1
         return
+    if kind == "slot_fill" and data.get("overflow") is not True:
+        return  # only overflowing fills matter to the overview; the rest are read on demand
     if kind == "run_start":
         index.run_sessions += 1
         index.run_status = None
     elif kind == "run_end":
-        index.run_status = str(data.get("status"))
-    kept = {name: _intern(data[name]) for name in _KEEP.get(str(kind), ()) if name in data}
+        status = data.get("status")
+        index.run_status = status if isinstance(status, str) else "failed"
+    kept = {name: _intern(data[name]) for name in _KEEP.get(kind, ()) if name in data
+            and _scalar(data[name])}
     kept["_line"] = line
-    index.by_kind.setdefault(str(kind), []).append(kept)
+    index.by_kind.setdefault(kind, []).append(kept)
+
+
+def _scalar(value: Any) -> bool:
+    """Kept fields are names and numbers; a list or object there is a damaged event, left out."""
+    return value is None or isinstance(value, (str, int, float, bool))
 
 
 def _begin(index: RunIndex, data: dict[str, Any], line: int) -> None:
-    span_id = data.get("span_id")
+    span_id, parent = data.get("span_id"), data.get("parent_span_id")
     if not isinstance(span_id, str):
         index.bad_lines[line] = "span_begin without span_id"
         return
-    parent_rec = index.spans.get(data.get("parent_span_id") or "")
-    rec = SpanRec(span_id=span_id, parent_id=parent_rec.span_id if parent_rec else data.get("parent_span_id"),
+    parent_id = parent if isinstance(parent, str) else None
+    problem = index.tree.begin(span_id, parent_id, line)
+    if problem is not None:
+        index.bad_lines[line] = problem
+        if span_id in index.spans:
+            return  # a reused id: the first span keeps it, so no span becomes its own ancestor
+        parent_id = None  # unknown parent: shown as a root rather than linked to a later span
+    parent_rec = index.spans.get(parent_id) if parent_id is not None else None
+    attrs = data.get("attrs")
+    rec = SpanRec(span_id=span_id, parent_id=parent_rec.span_id if parent_rec else None,
                   kind=_intern(str(data.get("span_kind"))), name=_intern(str(data.get("name", ""))),
-                  attrs={_intern(k): _intern(v) for k, v in (data.get("attrs") or {}).items()},
-                  line=line, user_id=_intern(data.get("user_id")),
-                  system=_intern(data.get("system")), dimension=_intern(data.get("dimension")))
+                  attrs={_intern(k): _intern(v) for k, v in attrs.items()} if isinstance(attrs, dict) else {},
+                  line=line, user_id=_text(data.get("user_id")),
+                  system=_text(data.get("system")), dimension=_text(data.get("dimension")))
     index.spans[span_id] = rec
     if parent_rec is not None:
         if parent_rec.children is None:

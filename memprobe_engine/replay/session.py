@@ -16,24 +16,36 @@ from pathlib import Path
 from typing import Any
 
 from memprobe_engine.events.header import RecordingHeader
-from memprobe_engine.events.reader import DamagedEvent, RecordingReader, open_recording
+from memprobe_engine.events.integrity import QUICK_CHECK_ABOVE, check_recording
+from memprobe_engine.events.reader import DamagedEvent, DamageReport, RecordingReader, open_recording
 from memprobe_engine.memory.timeline import Items, StoreDiff, StoreTimeline, store_diff
 from memprobe_engine.replay.index import Progress, RunIndex, StopFlag, extend_run_index
 
 
 @dataclass(frozen=True)
 class Damage:
-    """What a replay cannot show: a torn last line and lines that are not events."""
+    """What a replay cannot show: a torn last line and lines that are not events. ``report`` is the
+    whole-recording integrity check (``events/integrity.py``) once it has run; the banner then names
+    the same counts as ``memprobe recording verify``."""
 
     tail_bytes: int
     bad_lines: dict[int, str]
+    report: DamageReport | None = None
 
     @property
     def clean(self) -> bool:
+        if self.report is not None:
+            return self.report.clean
         return not self.tail_bytes and not self.bad_lines
 
     def message(self, events_path: Path, live: bool) -> str | None:
         """One sentence for a banner, or None when nothing is missing."""
+        if self.report is not None and not self.report.clean:
+            if live and self.report.count == bool(self.report.tail_bytes) and self.tail_bytes:
+                return (f"{events_path} ends with {self.tail_bytes:,} bytes of a line still being written; "
+                        f"it is not shown. Every complete event is shown.")
+            return (f"damaged recording {events_path.parent}: {self.report.summary()}. Damaged lines are "
+                    f"skipped; every intact event is shown (details: memprobe recording verify).")
         parts: list[str] = []
         if self.tail_bytes:
             cause = "a line still being written" if live else "a torn last line (the writer stopped mid-event)"
@@ -60,6 +72,8 @@ class ReplaySession:
         #: True once a full index pass has covered every line the reader had at that time.
         self.indexed = False
         self.closed = False
+        #: The integrity check of the whole recording, run once the first index pass completes.
+        self.integrity: DamageReport | None = None
 
     @classmethod
     def open(cls, directory: Path | str) -> ReplaySession:
@@ -132,7 +146,12 @@ class ReplaySession:
         with self._pass_lock:
             scanned = extend_run_index(self.index, self.reader, progress, should_stop)
             if self.index.scanned_lines >= len(self.reader):
+                first = not self.indexed
                 self.indexed = True
+                if first or (scanned and self.integrity is not None and not self.integrity.clean):
+                    # Once the index is complete, and again when damage was found and lines came in.
+                    self.integrity = check_recording(self.reader, deep=len(self.reader) <= QUICK_CHECK_ABOVE,
+                                                     should_stop=should_stop)
             if scanned:
                 self.version += 1
             return scanned
@@ -145,9 +164,18 @@ class ReplaySession:
             self.build_index()
         return added
 
+    def check(self) -> DamageReport:
+        """Run the whole-recording integrity check (in a worker: it reads every line once; a very
+        large recording gets the quick check without typed validation). Kept for :meth:`damage`."""
+        with self._pass_lock:
+            report = check_recording(self.reader, deep=len(self.reader) <= QUICK_CHECK_ABOVE)
+            self.integrity = report
+            self.version += 1
+            return report
+
     def damage(self) -> Damage:
         bad = {**self.reader.damage.bad_lines, **self.index.bad_lines}
-        return Damage(tail_bytes=self.reader.damage.tail_bytes, bad_lines=bad)
+        return Damage(tail_bytes=self.reader.damage.tail_bytes, bad_lines=bad, report=self.integrity)
 
     def damage_message(self) -> str | None:
         return self.damage().message(self.reader.path, self.live and self.writer_alive())

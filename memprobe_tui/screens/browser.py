@@ -15,7 +15,8 @@ from textual.binding import Binding, BindingType
 from textual.widgets import DataTable
 from textual.worker import get_current_worker
 
-from memprobe_engine.replay import RecordingEntry, ReplaySession, headline, list_recordings
+from memprobe_engine.replay import RecordingEntry, ReplaySession, list_recordings
+from memprobe_engine.replay.catalog import headline_and_damage
 from memprobe_tui.messages import Loaded
 from memprobe_tui.screens.base import ReplayScreen
 from memprobe_tui.widgets.table_fill import fill_table
@@ -34,6 +35,12 @@ def _size(n: int) -> str:
             return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
         value /= 1024
     return f"{value:.1f} GB"
+
+
+def _status(entry: RecordingEntry, damaged: int | None) -> Text:
+    if damaged:
+        return Text(f"damaged ({damaged})", style="bold red")
+    return Text(entry.status, style=_STATUS_STYLE.get(entry.status, ""))
 
 
 class BrowserScreen(ReplayScreen):
@@ -55,6 +62,7 @@ class BrowserScreen(ReplayScreen):
         self.folder = folder
         self.entries: list[RecordingEntry] = []
         self.headlines: dict[Path, str] = {}
+        self.damage: dict[Path, int] = {}
 
     def compose(self) -> ComposeResult:
         yield from self.compose_top()
@@ -78,21 +86,26 @@ class BrowserScreen(ReplayScreen):
             if worker.is_cancelled:
                 return
             if entry.problem is None:
-                self.post_message(Loaded("headline", (entry.path, headline(entry.path))))
+                board, damage = headline_and_damage(entry.path)
+                self.post_message(Loaded("headline", (entry.path, board, damage)))
 
     @on(Loaded)
     def _loaded(self, message: Loaded) -> None:
         if message.what == "entries":
             self.entries = message.data
             self.headlines.clear()
+            self.damage.clear()
             self._fill()
             self.set_title(f"recordings in {self.folder} · {len(self.entries)} found"
                            + ("" if self.entries else " — runs write here with `memprobe run --record DIR`"))
         elif message.what == "session":
             self.nav.open_overview(message.data)
         elif message.what == "headline":
-            path, b = message.data
+            path, b, damage = message.data
             self.headlines[path] = "/".join("—" if b.get(m) is None else f"{b[m]:.3f}" for m in ("dump_all", "retrieve"))
+            if damage is not None and not damage.clean:
+                # The same counts as `memprobe recording verify` and the replay banner.
+                self.damage[path] = damage.count
             self._fill()
 
     def _fill(self) -> None:
@@ -100,7 +113,7 @@ class BrowserScreen(ReplayScreen):
         for e in self.entries:
             created = dt.datetime.fromtimestamp(e.created).strftime("%Y-%m-%d %H:%M")
             rows.append((str(e.path), (
-                e.run_id if not e.problem else e.path.name, Text(e.status, style=_STATUS_STYLE.get(e.status, "")),
+                e.run_id if not e.problem else e.path.name, _status(e, self.damage.get(e.path)),
                 self.headlines.get(e.path, "—" if e.problem else "…"), created, ",".join(e.systems) or "—",
                 "—" if e.users is None else str(e.users), e.suite, _size(e.size_bytes))))
         fill_table(self.query_one(DataTable), COLUMNS, rows)
