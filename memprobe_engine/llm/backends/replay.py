@@ -1,6 +1,7 @@
 """Answer chat requests from a recording, by request hash; fail loudly on a miss.
 
-Every ``llm_call`` event of the recording is indexed by the hash the client computed when it was
+Every ``llm_call`` event of the recording (read through the recording's read model, so a damaged
+line is skipped, never answered from) is indexed by the hash the client computed when it was
 recorded. The replaying client hashes its request under the ``replay`` backend, so the backend
 re-hashes the request under each (backend, model) identity the recording used — the identities the
 current role used first — and answers with the recorded text.
@@ -15,19 +16,17 @@ recorded one did and reaches the same parsed result or the same exclusion.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import orjson
-
-from memprobe_engine.errors import ConfigError, ReplayMiss
+from memprobe_engine.errors import ConfigError, RecordingError, ReplayMiss
 from memprobe_engine.events.payloads import PayloadReader
+from memprobe_engine.events.reader import RecordingReader, open_recording
 from memprobe_engine.llm.hashing import current_role, request_hash
 from memprobe_engine.llm.types import ChatBackend, ChatMessage, ChatRequest, ChatResult, SamplingParams
 
 EVENTS_FILE = "events.jsonl"
-_LLM_CALL_MARK = b'"kind":"llm_call"'
 
 
 class ReplayBackend:
@@ -53,8 +52,18 @@ class ReplayBackend:
         if not path.is_file():
             raise ConfigError(f"Replay recording {self.recording_dir} has no {EVENTS_FILE}: pass a folder written "
                               f"by `memprobe run` in the replay:DIR model spec.")
-        payloads = PayloadReader(self.recording_dir)
-        for event in _llm_calls(path):
+        try:
+            reader = open_recording(self.recording_dir)
+        except RecordingError as err:
+            raise ConfigError(f"replay:{self.recording_dir}: {err}") from None
+        with reader:
+            self._load_from(reader)
+
+    def _load_from(self, reader: RecordingReader) -> None:
+        payloads = reader.payloads
+        for _, event in reader.iter_dicts(["llm_call"]):
+            if not isinstance(event.get("request_hash"), str) or not event["request_hash"]:
+                continue
             text = event.get("response_text")
             if text is None or event.get("error"):
                 continue
@@ -126,11 +135,11 @@ def recorded_answers(event: dict[str, Any], payloads: PayloadReader) -> dict[str
     (or a resumed run) repairs — or excludes — exactly as the recorded run did.
     """
     text = event.get("response_text")
-    if text is None or event.get("error"):
+    if not isinstance(text, str) or event.get("error") or not isinstance(event.get("request_hash"), str):
         return {}
     answers = {str(event["request_hash"]): str(text)}
-    repairs = int(event.get("repairs") or 0)
-    if repairs <= 0:
+    repairs = event.get("repairs") or 0
+    if not isinstance(repairs, int) or repairs <= 0:
         return answers
     try:
         messages = [ChatMessage(role=m["role"], content=m["content"] if m.get("content") is not None
@@ -138,31 +147,18 @@ def recorded_answers(event: dict[str, Any], payloads: PayloadReader) -> dict[str
         schema_ref = event.get("response_schema_ref")
         schema = payloads.get(schema_ref) if schema_ref else None
         params = SamplingParams.model_validate(event.get("params") or {})
-    except (KeyError, ValueError, TypeError):
+        first = len(messages) - 2 * repairs
+        if first < 1:
+            return answers
+        rounds = {str(event["request_hash"]): messages[first].content}
+        backend, model = str(event.get("backend", "")), str(event.get("model", ""))
+        for round_index in range(1, repairs + 1):
+            end = first + 2 * round_index
+            request = ChatRequest(model=model, messages=tuple(messages[:end]), params=params,
+                                  response_schema=schema, replica=int(event.get("replica") or 0))
+            rounds[request_hash(request, backend=backend)] = messages[end].content if round_index < repairs \
+                else str(text)
+    except (KeyError, ValueError, TypeError, IndexError, AttributeError):
         return answers  # a damaged event: its rounds will miss, loudly, if they are ever asked for
-    first = len(messages) - 2 * repairs
-    if first < 1:
-        return answers
-    answers[str(event["request_hash"])] = messages[first].content
-    backend, model = str(event.get("backend", "")), str(event.get("model", ""))
-    for round_index in range(1, repairs + 1):
-        end = first + 2 * round_index
-        request = ChatRequest(model=model, messages=tuple(messages[:end]), params=params,
-                              response_schema=schema, replica=int(event.get("replica") or 0))
-        answers[request_hash(request, backend=backend)] = messages[end].content if round_index < repairs \
-            else str(text)
+    answers.update(rounds)
     return answers
-
-
-def _llm_calls(path: Path) -> Iterator[dict[str, Any]]:
-    """Parsed ``llm_call`` events; other kinds are skipped unparsed, a torn last line is ignored."""
-    with open(path, "rb") as handle:
-        for line in handle:
-            if not line.endswith(b"\n") or _LLM_CALL_MARK not in line:
-                continue
-            try:
-                event = orjson.loads(line)
-            except orjson.JSONDecodeError:
-                continue
-            if isinstance(event, dict) and event.get("kind") == "llm_call" and event.get("request_hash"):
-                yield event
