@@ -56,6 +56,9 @@ class LLMCall(EventBase):
     error: str | None = None
     excluded: str | None = None
     replica: int = 0
+    #: Why generation stopped, as the backend said: "stop", "length" (cut off by max_tokens), …;
+    #: None where the backend does not say (streamed calls, older recordings).
+    finish_reason: str | None = None
 
 
 class EmbeddingBatch(EventBase):

@@ -102,6 +102,7 @@ class _Call:
     cache_hits: int = 0
     repairs: int = 0
     text: str | None = None
+    finish_reason: str | None = None  # of the last round, as the backend reported it ("length": cut off)
 
     def request(self) -> ChatRequest:
         return ChatRequest(model=self.spec.model, messages=tuple(self.conversation), params=self.params,
@@ -269,6 +270,7 @@ class ChatClient:
             result = await self._send_once(call, request, key)
             self._store(call, key, result)
         call.text = result.text
+        call.finish_reason = result.finish_reason
         return result.text
 
     async def _send_once(self, call: _Call, request: ChatRequest, key: str) -> ChatResult:
@@ -432,7 +434,8 @@ class ChatClient:
                 parsed=parsed.model_dump(mode="json") if isinstance(parsed, BaseModel) else parsed,
                 usage=TokenUsage(prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens),
                 latency_s=round(latency, 4), cache_hit=cache_hit, retries=list(call.retries),
-                repairs=call.repairs, error=error, excluded=excluded, replica=call.replica))
+                repairs=call.repairs, error=error, excluded=excluded, replica=call.replica,
+                finish_reason=call.finish_reason))
             seq = event.seq
         return ChatOutcome(
             text=call.text or "", parsed=parsed, excluded=excluded, call_seq=seq, cache_hit=cache_hit,
