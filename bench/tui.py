@@ -38,7 +38,7 @@ SYSTEMS = ["nomem", "longctx_full", "amem", "mem0", "memt"]
 
 def synthesize(directory: Path, count: int) -> None:
     """Write the recording unless ``directory`` already holds one at least ``count`` events long."""
-    from memprobe_engine.replay.synthetic import generic_users, write_synthetic_run
+    from tests.synthetic import generic_users, write_synthetic_run
 
     marker = directory / "bench.json"
     if marker.exists() and json.loads(marker.read_text()).get("events", 0) >= count:

@@ -1,4 +1,5 @@
-"""Protocol-A-shaped recordings without any model: for replay tests, demos and benchmarks.
+"""Protocol-A-shaped recordings without any model, for replay tests and benchmarks (test data: it lives
+in tests/, not in the shipped engine).
 
 The span tree, event kinds and fields mirror a real run (``recovery/unit.py``, ``rollout.py``,
 ``scoring.py``, ``attribution.py``): unit → rollout → episode → turn, then recovery → dimension →

@@ -9,9 +9,11 @@ from typing import Annotated, Optional
 import orjson
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
-from memprobe_engine.events.reader import DamagedEvent, open_recording
+from memprobe_engine.events.integrity import check_recording
+from memprobe_engine.events.reader import DamagedEvent, DamageReport, open_recording
 from memprobe_engine.events.summary import summarize
 
 recording_app = typer.Typer(help="Inspect a recording: summary, events, damage.", no_args_is_help=True)
@@ -46,7 +48,8 @@ def info(recording: RecordingArg) -> None:
             for kind, count in summary.spans_by_kind.most_common():
                 spans.add_row(kind, f"{count:,}")
             console.print(spans)
-        _print_damage(reader.damage, len(reader), reader.path)
+        damage = check_recording(reader)
+        _print_damage(damage, len(reader) - len(damage.bad_lines), reader.path)
 
 
 @recording_app.command("events")
@@ -80,28 +83,37 @@ def events(
 
 @recording_app.command("verify")
 def verify(recording: RecordingArg) -> None:
-    """Parse every event; report complete events and any damage. Exit status 1 when damaged."""
+    """Check every line (seal, JSON, types), the span tree and the payloads. Exit status 1 when damaged."""
     with open_recording(recording) as reader:
-        damage = reader.verify()
+        damage = check_recording(reader)
         ok = _print_damage(damage, len(reader) - len(damage.bad_lines), reader.path)
     raise typer.Exit(0 if ok else 1)
 
 
-def _print_damage(damage: object, complete: int, path: Path) -> bool:
-    from memprobe_engine.events.reader import DamageReport
-
-    assert isinstance(damage, DamageReport)
+def _print_damage(damage: DamageReport, complete: int, path: Path) -> bool:
+    """Print the integrity check: one summary line (the same the report, TUI and browser show),
+    then the details. Returns whether the recording is intact."""
     if damage.clean:
         console.print(f"[green]intact[/]: {complete:,} complete events, no damage")
         return True
-    console.print(f"[yellow]damaged[/]: {complete:,} complete events readable")
+    console.print(f"[yellow]damaged[/]: {complete:,} intact events readable; {damage.count} problem(s): "
+                  f"{escape(damage.summary())}")
     if damage.tail_bytes:
         console.print(f"  damaged tail: {damage.tail_bytes:,} bytes after the last complete line of {path} "
                       f"(a crash mid-write); it is skipped, and a resumed run moves it aside")
-    for line, reason in list(damage.bad_lines.items())[:20]:
-        console.print(f"  line {line + 1}: {reason}")
+    for line, reason in sorted(damage.bad_lines.items())[:20]:
+        console.print(f"  line {line + 1}: {escape(reason)}")
     if len(damage.bad_lines) > 20:
         console.print(f"  … and {len(damage.bad_lines) - 20:,} more damaged lines")
+    if damage.unclosed_spans:
+        shown = ", ".join(damage.unclosed_spans[:5])
+        console.print(f"  {len(damage.unclosed_spans)} span(s) opened and never closed (the run stopped without "
+                      f"ending them): {escape(shown)}{' …' if len(damage.unclosed_spans) > 5 else ''}")
+    for ref, reason in list(damage.payload_problems.items())[:20]:
+        console.print(f"  payload {escape(ref[:60])}: {escape(reason)}")
+    if damage.payload_tail_bytes:
+        console.print(f"  payloads.jsonl ends with {damage.payload_tail_bytes:,} bytes of a torn line; a resumed "
+                      f"run moves it aside")
     return False
 
 

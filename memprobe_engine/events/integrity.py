@@ -73,6 +73,14 @@ def check_recording(reader: RecordingReader, *, deep: bool = True, progress: Pro
     return report
 
 
+def damage_warning(name: str, report: DamageReport) -> str | None:
+    """The one warning line a report prints for a damaged recording (None when intact)."""
+    if report.clean:
+        return None
+    return (f"{name}: damaged recording: {report.summary()}; damaged lines are left out. Details: "
+            f"`memprobe recording verify {name}`.")
+
+
 def _refs(value: Any, depth: int) -> Iterator[str]:
     """Payload references anywhere in an event: string values of keys ending in ``_ref``."""
     if depth > _REF_DEPTH:

@@ -21,6 +21,7 @@ import pandas as pd
 from pydantic import BaseModel
 
 from memprobe_engine.events.memory import MemoryFootprint
+from memprobe_engine.events.integrity import check_recording, damage_warning
 from memprobe_engine.events.reader import RecordingReader, open_recording
 from memprobe_engine.events.recovery import EpisodeEnd, PreferenceJudgment
 from memprobe_engine.events.run import SpanBegin
@@ -93,8 +94,7 @@ class _RecordingRows:
         self.cells: dict[CellKey, _Cell] = {}
         self.judge_keys: dict[int, CellKey] = {}
         self.unscoped = 0
-        self.damaged = 0
-        self.torn_tail = 0
+        self.damage_note: str | None = None
         self.unit_of: dict[Pair, int] = {}
         self.rollout_unit: dict[Pair, int | None] = {}
 
@@ -211,8 +211,8 @@ def _read(path: Path) -> _RecordingRows:
     with open_recording(path) as reader:
         for event in _outcome_events(reader):
             rows.add(event)
-        rows.damaged = len(reader.damage.bad_lines)
-        rows.torn_tail = reader.damage.tail_bytes
+        # The same whole-recording check as `recording verify`, the TUI banner and the browser.
+        rows.damage_note = damage_warning(str(path), check_recording(reader))
     return rows
 
 
@@ -233,12 +233,8 @@ def load_frames(recordings: Sequence[Path]) -> ReportFrames:
                 warnings.append(f"{pair[0]} × {pair[1]} is in both {loaded[owner[pair]].name} and {rows.name}; "
                                 f"using the later recording, {rows.name}.")
             owner[pair] = index
-        if rows.damaged:
-            warnings.append(f"{rows.name}: {rows.damaged} damaged line(s) could not be read and are left out; "
-                            f"see `memprobe recording verify {rows.name}`.")
-        if rows.torn_tail:
-            warnings.append(f"{rows.name}: the last {rows.torn_tail:,} bytes are a torn line (a run stopped "
-                            f"mid-write); every complete event is used. Resume the run to finish it.")
+        if rows.damage_note:
+            warnings.append(rows.damage_note)
         if rows.unscoped:
             warnings.append(f"{rows.name}: {rows.unscoped} outcome events name no system, user or dimension; "
                             f"they are left out.")

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from memprobe_engine.events.dialogue import Message
 from memprobe_engine.events.recorder import Recorder
 from memprobe_engine.events.writer import open_writer
-from memprobe_engine.replay.synthetic import generic_users, write_synthetic_run
+from tests.synthetic import generic_users, write_synthetic_run
 from memprobe_tui import cli
 from memprobe_tui.screens import overview
 from memprobe_tui.screens.transcript import TranscriptScreen
