@@ -43,8 +43,8 @@ def run(
     systems: Annotated[str, typer.Option("--systems", "--system", help="Comma-separated memory systems: built-in "
                                          "names, package.module:Class, or plug-in entry-point names.")]
     = "nomem,longctx_full",
-    modes: Annotated[str, typer.Option(help="Access modes: dump_all,retrieve.")] = "dump_all,retrieve",
-    max_turns: Annotated[int, typer.Option(help="Turn cap per task.")] = 25,
+    modes: Annotated[Optional[str], typer.Option(help="Access modes: dump_all,retrieve (default: both).")] = None,
+    max_turns: Annotated[Optional[int], typer.Option(help="Turn cap per task (default 25, the paper's).")] = None,
     model: Annotated[Optional[list[str]], typer.Option(help="ROLE=SPEC (repeatable), e.g. default=local:fast, "
                                                        "slot_filler=openai:gpt-4o-mini.")] = None,
     config: Annotated[Optional[Path], typer.Option(help="TOML config with [models].")] = None,
@@ -52,13 +52,19 @@ def run(
     shard: Annotated[str, typer.Option(help="Run shard I of N (writes DIR.shard-I-of-N; join with memprobe merge).")]
     = "0/1",
     seed: Annotated[int, typer.Option(help="Run seed (sampling seeds, memory ids).")] = 0,
-    agent_max_tokens: Annotated[int, typer.Option(help="Cap on assistant reply tokens.")] = 400,
-    simulator_max_tokens: Annotated[int, typer.Option(help="Cap on simulated-user reply tokens.")] = 200,
-    judge_max_tokens: Annotated[int, typer.Option(help="Cap on judge / slot-fill tokens.")] = 200,
+    agent_max_tokens: Annotated[Optional[int], typer.Option(help="Cap on assistant reply tokens (0 or default: "
+                                                            "none, as in the release).")] = None,
+    simulator_max_tokens: Annotated[Optional[int], typer.Option(help="Cap on simulated-user reply tokens (0 or "
+                                                                "default: none).")] = None,
+    judge_max_tokens: Annotated[Optional[int], typer.Option(help="Cap on judge / slot-fill / attribution tokens "
+                                                            "(0 or default: none).")] = None,
     no_preference_judge: Annotated[bool, typer.Option("--no-preference-judge",
                                                       help="Skip the per-turn preference judge (no metric D).")] = False,
-    embeddings: Annotated[str, typer.Option(help="Embedding spec: st:minilm (offline) or openai:MODEL@URL.")]
-    = "st:minilm",
+    embeddings: Annotated[Optional[str], typer.Option(help="Embedding spec: st:minilm (offline, default), "
+                                                      "st:/local/model/dir or openai:MODEL@URL.")] = None,
+    policy: Annotated[Optional[str], typer.Option(help="recovery: exclusion policy, paper (default; the release's "
+                                                  "rules) or audit (unusable cases excluded); docs/protocol-a.md.")]
+    = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not use the persistent response cache.")] = False,
     episodes: Annotated[Optional[str], typer.Option(help="paradigms: comma-separated episode ids, or all.")] = None,
     paradigms: Annotated[Optional[str], typer.Option(help="paradigms: interference, misinformation, consolidation, "
@@ -66,12 +72,16 @@ def run(
     k: Annotated[int, typer.Option(help="paradigms: memories a memory system's search returns to the reader.")] = 10,
     session_k: Annotated[int, typer.Option(help="paradigms: sessions naive_rag / time_aware_rag retrieve.")] = 5,
     reader_max_tokens: Annotated[int, typer.Option(help="paradigms: cap on the reader's answer tokens.")] = 300,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print what would run (units, calls) and stop; "
-                                          "no model is called and nothing is written.")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the resolved protocol (models, temperatures, "
+                                          "caps, k, policy; for paradigms units and calls) and stop; no model is "
+                                          "called and nothing is written.")] = False,
 ) -> None:
     """Run a benchmark and record every step; re-running the same command resumes it."""
     from memprobe_engine.llm.cache import ResponseCache
     from memprobe_engine.llm.config import load_llm_config
+    from memprobe_engine.cli.dry_run import print_resolved
+    from memprobe_engine.recovery.policy import DEFAULT_POLICY, check_policy
+    from memprobe_engine.recovery.protocol_config import cap, load_protocol_table, merged, recovery_protocol
     from memprobe_engine.recovery.rollout import RolloutSettings
     from memprobe_engine.runner import RecoveryPlan, run_recovery, stderr_progress
 
@@ -82,25 +92,37 @@ def run(
             record=record, sessions=sessions, episodes=_csv(episodes), paradigms=_csv(paradigms),
             systems=_csv(systems) or [], model=list(model or []), config=config, concurrency=concurrency,
             shard=_shard(shard), seed=seed, k=k, session_k=session_k, reader_max_tokens=reader_max_tokens,
-            embeddings=embeddings, no_cache=no_cache, dry_run=dry_run))
+            embeddings=embeddings or "st:minilm", no_cache=no_cache, dry_run=dry_run))
         return
     if suite != "recovery":
         raise ConfigError(f"--suite {suite!r}: use recovery (protocol A) or paradigms (protocol B).")
-    if dry_run:  # PAR's protocol-A plan printer replaces this refusal; never run for real on --dry-run
-        raise ConfigError("--dry-run is not implemented for --suite recovery yet; leave it off to run.")
-    mode_list = _csv(modes) or ["dump_all", "retrieve"]
+    table = load_protocol_table(config)
+    mode_list = _csv(modes) or list(table.modes or ["dump_all", "retrieve"])
     bad = [m for m in mode_list if m not in ("dump_all", "retrieve")]
     if bad:
         raise ConfigError(f"--modes: {', '.join(bad)} unknown; use dump_all and/or retrieve.")
-    if max_turns < 1:
+    turns = merged(max_turns, table.max_turns, 25)
+    if turns < 1:
         raise ConfigError("--max-turns must be at least 1.")
-    settings = RolloutSettings(max_turns=max_turns, agent_max_tokens=agent_max_tokens,
-                               simulator_max_tokens=simulator_max_tokens, judge_max_tokens=judge_max_tokens,
-                               seed=seed, preference_judge=not no_preference_judge)
+    defaults = RolloutSettings()
+    settings = RolloutSettings(
+        max_turns=turns, seed=seed,
+        agent_max_tokens=cap(merged(agent_max_tokens, table.agent_max_tokens, None)),
+        simulator_max_tokens=cap(merged(simulator_max_tokens, table.simulator_max_tokens, None)),
+        judge_max_tokens=cap(merged(judge_max_tokens, table.judge_max_tokens, None)),
+        agent_k=merged(None, table.agent_k, defaults.agent_k),
+        agent_temperature=merged(None, table.agent_temperature, defaults.agent_temperature),
+        simulator_temperature=merged(None, table.simulator_temperature, defaults.simulator_temperature),
+        preference_judge=False if no_preference_judge else merged(None, table.preference_judge, True),
+        policy=check_policy(merged(policy, table.policy, DEFAULT_POLICY)))
+    embeddings = merged(embeddings, table.embeddings, "st:minilm")
     plan = RecoveryPlan(sessions_dir=sessions, users=_csv(users), dimensions=_csv(dims),
                         systems=_csv(systems) or ["nomem"], modes=mode_list, settings=settings,  # type: ignore[arg-type]
                         shard=_shard(shard), embedding_spec=embeddings)
     llm_config = load_llm_config(config, os.environ, list(model or []))
+    if dry_run:  # the resolved protocol only: no server is started, no recording written
+        print_resolved(recovery_protocol(plan, llm_config), Console(highlight=False))
+        return
     out = asyncio.run(run_recovery(plan, record, llm_config=llm_config, concurrency=concurrency,
                                    cache=None if no_cache else ResponseCache(), progress=stderr_progress))
     console.print(f"recorded to [bold]{out}[/]  (report: memprobe report {out})")

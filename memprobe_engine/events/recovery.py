@@ -8,12 +8,15 @@ from memprobe_engine.events.base import EventBase
 
 
 class EpisodeEnd(EventBase):
-    """How one task's episode ended; ``end_reason`` feeds metric A (task completion)."""
+    """How one task's episode ended; ``end_reason`` feeds metric A (task completion). An
+    ``excluded`` episode (the simulator's replies were unusable; ``excluded`` says why) is left out
+    of A rather than counted as a failure."""
 
     kind: Literal["episode_end"] = "episode_end"
     task_index: int
-    end_reason: Literal["satisfied", "turn_cap", "error"]
+    end_reason: Literal["satisfied", "turn_cap", "error", "excluded"]
     turns: int
+    excluded: str | None = None
 
 
 class PreferenceJudgment(EventBase):

@@ -4,6 +4,10 @@ score >= 0.75 → ok. Otherwise: stage 0, a task-design oracle from the task and
 (cached per (user, dimension), shared by every system and mode); stage 1, a disclosure judge over
 the dimension's episode transcript (memory_failure when disclosed); stage 2, agent elicitation
 versus simulator strictness. Each stage is its own span with verdict, evidence and reason.
+
+An unparseable stage output follows the exclusion policy (:mod:`.policy`): under ``paper`` the
+release's defaults (stage 0 can invite, stage 1 not disclosed, stage 2 unclassified, which we label
+``excluded``); under ``audit`` the case is ``excluded`` at that stage.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from memprobe_engine.events.scoring import AttributionLabel, AttributionStage
 from memprobe_engine.llm.types import SamplingParams
 from memprobe_engine.recovery import prompts
 from memprobe_engine.recovery.inputs import BankEntry
+from memprobe_engine.recovery.policy import DEFAULT_POLICY, ExclusionPolicy
 from memprobe_engine.recovery.prompts import Turn
 from memprobe_engine.recovery.schemas import (OK_THRESHOLD, DisclosureVerdict, ElicitationVerdict,
                                               TaskDesignVerdict)
@@ -54,7 +59,8 @@ class Stage0Cache:
 
 async def attribute(chat: Any, recorder: Recorder, *, user_id: str, entry: BankEntry, task_text: str,
                     history: Sequence[Turn], score: float | None, mode: Mode, stage0: Stage0Cache,
-                    max_tokens: int = 250, on_text: TextSink | None = None) -> str:
+                    max_tokens: int | None = 250, on_text: TextSink | None = None,
+                    policy: ExclusionPolicy = DEFAULT_POLICY) -> str:
     """Run the stages needed for this case and record the final label."""
     params = SamplingParams(temperature=0.0, max_tokens=max_tokens)
     if score is None:
@@ -62,46 +68,59 @@ async def attribute(chat: Any, recorder: Recorder, *, user_id: str, entry: BankE
     elif score >= OK_THRESHOLD:
         label = "ok"
     else:
-        label = await _stages(chat, recorder, user_id, entry, task_text, history, mode, stage0, params, on_text)
+        label = await _stages(chat, recorder, user_id, entry, task_text, history, mode, stage0, params, on_text,
+                              policy)
     recorder.emit(AttributionLabel(mode=mode, label=label, score=score))  # type: ignore[arg-type]
     return label
 
 
 async def _stages(chat: Any, recorder: Recorder, user_id: str, entry: BankEntry, task_text: str,
                   history: Sequence[Turn], mode: Mode, stage0: Stage0Cache, params: SamplingParams,
-                  on_text: TextSink | None) -> str:
+                  on_text: TextSink | None, policy: ExclusionPolicy) -> str:
     with recorder.span("stage 0: task design", "stage", stage=0, mode=mode):
         async with stage0.lock(user_id, entry.dimension):
-            verdict0 = await _stage0(chat, recorder, user_id, entry, task_text, mode, stage0, params, on_text)
+            verdict0 = await _stage0(chat, recorder, user_id, entry, task_text, mode, stage0, params, on_text,
+                                     policy)
     if verdict0 is None:
         return "excluded"
     if not verdict0.can_invite:
         return "task_design_failure"
 
     disclosure = await _judged_stage(
-        chat, recorder, 1, "stage 1: disclosure", prompts.disclosure_messages(history, entry), DisclosureVerdict,
-        lambda v: ("disclosed" if v.disclosed else "not_disclosed", v.evidence), mode, params, on_text)
+        chat, recorder, 1, "stage 1: disclosure", prompts.disclosure_messages(task_text, history, entry),
+        DisclosureVerdict, lambda v: ("disclosed" if v.disclosed else "not_disclosed", v.evidence), mode, params,
+        on_text, policy, DisclosureVerdict(evidence="", reason="", disclosed=False))
     if disclosure is None:
         return "excluded"
     if disclosure.disclosed:
         return "memory_failure"
     elicitation = await _judged_stage(
-        chat, recorder, 2, "stage 2: elicitation vs strictness", prompts.elicitation_messages(history, entry),
-        ElicitationVerdict, lambda v: (v.label, None), mode, params, on_text)
+        chat, recorder, 2, "stage 2: elicitation vs strictness",
+        prompts.elicitation_messages(task_text, history, entry), ElicitationVerdict,
+        lambda v: (v.label, v.evidence or None), mode, params, on_text, policy, None)
     return "excluded" if elicitation is None else elicitation.label
 
 
 async def _judged_stage(chat: Any, recorder: Recorder, stage: Literal[1, 2], name: str, messages: list[Any],
                         schema: type[V], verdict_of: Callable[[V], tuple[str, str | None]], mode: Mode,
-                        params: SamplingParams, on_text: TextSink | None) -> V | None:
-    """One judged stage in its own span: ask, record the verdict (and evidence), or record it as
-    excluded when the judge's output stayed unusable (None)."""
+                        params: SamplingParams, on_text: TextSink | None, policy: ExclusionPolicy,
+                        paper_default: V | None) -> V | None:
+    """One judged stage in its own span: ask, record the verdict (and evidence). When the judge's
+    output stayed unusable: under ``paper`` the release's default verdict (``paper_default``; None
+    means the release left the case unclassified), under ``audit`` excluded (None)."""
     with recorder.span(name, "stage", stage=stage, mode=mode):
         out = await ask(chat, "attribution_judge", messages, params=params, schema=schema,
                         stage=f"stage {stage}", on_text=on_text)
         if out.parsed is None:
-            recorder.emit(AttributionStage(mode=mode, stage=stage, verdict="excluded", reason=out.excluded,
-                                           call_seq=out.call_seq))
+            if policy == "paper" and paper_default is not None:
+                verdict, evidence = verdict_of(paper_default)
+                recorder.emit(AttributionStage(mode=mode, stage=stage, verdict=verdict, evidence=evidence,
+                                               reason=f"unparseable ({out.excluded}); paper policy: the release's "
+                                                      f"default", call_seq=out.call_seq))
+                return paper_default
+            why = "unclassified, as in the release" if policy == "paper" else "excluded"
+            recorder.emit(AttributionStage(mode=mode, stage=stage, verdict="excluded",
+                                           reason=f"{out.excluded} ({policy} policy: {why})", call_seq=out.call_seq))
             return None
         verdict, evidence = verdict_of(out.parsed)
         recorder.emit(AttributionStage(mode=mode, stage=stage, verdict=verdict, evidence=evidence,
@@ -110,7 +129,8 @@ async def _judged_stage(chat: Any, recorder: Recorder, stage: Literal[1, 2], nam
 
 
 async def _stage0(chat: Any, recorder: Recorder, user_id: str, entry: BankEntry, task_text: str, mode: Mode,
-                  stage0: Stage0Cache, params: SamplingParams, on_text: TextSink | None) -> Stage0Verdict | None:
+                  stage0: Stage0Cache, params: SamplingParams, on_text: TextSink | None,
+                  policy: ExclusionPolicy) -> Stage0Verdict | None:
     """The task-design oracle, asked once per (user, dimension); None when its output was unusable."""
     cached = stage0.get(user_id, entry.dimension)
     if cached is not None:
@@ -120,11 +140,15 @@ async def _stage0(chat: Any, recorder: Recorder, user_id: str, entry: BankEntry,
     else:
         out = await ask(chat, "attribution_judge", prompts.task_design_messages(task_text, entry), params=params,
                         schema=TaskDesignVerdict, stage="stage 0", on_text=on_text)
-        if out.parsed is None:
+        if out.parsed is None and policy == "audit":
             recorder.emit(AttributionStage(mode=mode, stage=0, verdict="excluded", reason=out.excluded,
                                            call_seq=out.call_seq))
             return None
-        verdict0 = Stage0Verdict(can_invite=out.parsed.can_invite, reason=out.parsed.reason)
+        if out.parsed is None:  # the release's default, cached like a real verdict
+            verdict0 = Stage0Verdict(can_invite=True, reason=f"unparseable ({out.excluded}); paper policy: "
+                                                             f"can invite, the release's default")
+        else:
+            verdict0 = Stage0Verdict(can_invite=out.parsed.can_invite, reason=out.parsed.reason)
         stage0.put(user_id, entry.dimension, verdict0)
         recorder.emit(AttributionStage(mode=mode, stage=0, verdict="can_invite" if verdict0.can_invite else
                                        "cannot_invite", reason=verdict0.reason, call_seq=out.call_seq))

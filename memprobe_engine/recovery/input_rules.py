@@ -32,17 +32,32 @@ CATEGORY_DISPLAY: dict[Category, str] = {
     Category.SKILL: "Skill Memory", Category.KNOWLEDGE: "Knowledge Memory",
     Category.EPISODIC: "Episodic Memory", Category.SELF: "Self Model",
     Category.PREFERENCE: "Assistance Preference"}
-#: Fixed, user-independent guide appended to retrieve-mode queries; it names the axis family only.
+#: What each category covers and where its borders run: shown to the slot-filler with the category
+#: and appended to retrieve-mode queries. User-independent. The content (scope, then the "not"
+#: clauses naming the neighbouring categories) follows the recovery release's category guide.
 CATEGORY_GUIDE: dict[Category, str] = {
-    Category.SKILL: "Look for what the user is able to do and how they handle practical work.",
-    Category.KNOWLEDGE: "Look for which subjects the user is familiar with and how deep that "
-                        "familiarity goes.",
-    Category.EPISODIC: "Look for a specific dated event from the user's past and what changed "
-                       "because of it.",
-    Category.SELF: "Look for how the user describes their own character and what they take "
-                   "themselves to be.",
-    Category.PREFERENCE: "Look for how the user wants an assistant to reply, such as length, "
-                         "tone, format and detail."}
+    Category.SKILL: (
+        "What the person can actually DO: practical, operational abilities, how far their proficiency "
+        "reaches, what they carry out well or badly. Not facts they merely know (knowledge_memory), not "
+        "what they BELIEVE about their abilities (self_model), not particular past events (episodic_memory)."),
+    Category.KNOWLEDGE: (
+        "What the person knows, does not know or gets wrong about the OUTSIDE WORLD: facts, subject areas, "
+        "concepts and misconceptions about things beyond themselves. Not about themselves (self_model), not "
+        "what they can DO with it (skill_memory), not particular remembered events (episodic_memory)."),
+    Category.EPISODIC: (
+        "Particular PAST EVENTS that shaped how the person judges things now: concrete and placed in time, "
+        "'when X happened to me, it led to Y'. Not lasting traits, abilities or beliefs (the other "
+        "categories): every entry is an event, not a stable property."),
+    Category.SELF: (
+        "What the person BELIEVES ABOUT THEMSELVES: how they see their own abilities, identity and traits, "
+        "which may contradict their real skills and knowledge; over- and under-confidence, blind spots and "
+        "self-deception belong here, and each entry is a self-belief that may be right or wrong. Not "
+        "objective ability (skill_memory), not objective knowledge (knowledge_memory)."),
+    Category.PREFERENCE: (
+        "How the person wants to be HELPED, the delivery side of an interaction: format, tone, pace, level "
+        "of detail, language, what they dislike in help. Only interaction style, not content. Not what they "
+        "know or can do (other categories), not how they see themselves (self_model)."),
+}
 
 POOL_FILE, USERS_DIR = "pool.json", "users"
 #: Present at the root of a sessions tree imported from a published release: its text is kept
@@ -57,8 +72,9 @@ IDENT = r"^[A-Za-z0-9][A-Za-z0-9_-]*$"
 
 
 def retrieve_query(dimension: str, category: Category) -> str:
-    """Axis-only query for retrieve mode: no user content, so only the read interface is tested."""
-    return f"What best describes the user's {dimension}? {CATEGORY_GUIDE[category]}"
+    """Axis-only query for retrieve mode: no user content, so only the read interface is tested. As in
+    the release, the dimension's underscores become spaces and the category guide follows."""
+    return f"What best describes the user's {dimension.replace('_', ' ')}? {CATEGORY_GUIDE[category]}"
 
 
 # --------------------------------------------------------------------------- text heuristics

@@ -21,6 +21,7 @@ from memprobe_engine.events.writer import open_writer
 from memprobe_engine.memory.timeline import store_at
 from memprobe_engine.recovery.attribution import Stage0Cache, Stage0Verdict, attribute
 from memprobe_engine.recovery.inputs import BankEntry, PoolDimension
+from memprobe_engine.recovery.policy import ExclusionPolicy, policy_of
 from memprobe_engine.recovery.prompts import Turn
 from memprobe_engine.recovery.scoring import Mode, TextSink, judge, slot_fill
 
@@ -148,18 +149,24 @@ def _unit_inputs(reader: RecordingReader, case: Case) -> dict[str, Any]:
 
 async def rescore(record: Path, cases: Iterable[Case], *, chat_factory: Callable[[Recorder], Any],
                   context_tokens: int, attribution: bool = True, on_text: TextSink | None = None,
-                  on_event: EventSink | None = None, max_tokens: int = 200) -> list[RescoreResult]:
+                  on_event: EventSink | None = None, max_tokens: int | None = 200,
+                  policy: ExclusionPolicy | None = None) -> list[RescoreResult]:
     """Re-score ``cases`` and append the results to ``record``. ``chat_factory`` builds the chat
-    client bound to the recorder (so the new LLM calls are recorded in the same recording)."""
+    client bound to the recorder (so the new LLM calls are recorded in the same recording).
+    ``policy`` defaults to the one the recording was made under (an imported release run: paper).
+    A stage-0 verdict already recorded for a (user, dimension) — for an imported run, the
+    release's own — is reused, never asked again: one verdict per (user, dimension)."""
     with open_recording(record) as reader:
         materials = [gather(reader, case) for case in cases]
+        chosen = policy or policy_of(reader.header.config)
     writer = open_writer(record)
     recorder = _ObservedRecorder(writer, on_event)
     chat = chat_factory(recorder)
     results: list[RescoreResult] = []
     try:
         for material in materials:
-            results.append(await _one(chat, recorder, material, context_tokens, attribution, on_text, max_tokens))
+            results.append(await _one(chat, recorder, material, context_tokens, attribution, on_text, max_tokens,
+                                      chosen))
     finally:
         await chat.aclose()
         writer.close()
@@ -167,15 +174,16 @@ async def rescore(record: Path, cases: Iterable[Case], *, chat_factory: Callable
 
 
 async def _one(chat: Any, recorder: _ObservedRecorder, material: CaseMaterial, context_tokens: int,
-               attribution: bool, on_text: TextSink | None, max_tokens: int) -> RescoreResult:
+               attribution: bool, on_text: TextSink | None, max_tokens: int | None,
+               policy: ExclusionPolicy) -> RescoreResult:
     case = material.case
     first = len(recorder.emitted)
     with recorder.span(f"rescore {case.dimension} {case.mode}", "rescore", user_id=case.user_id, system=case.system,
                        dimension=case.dimension, mode=case.mode, rescore_of=material.original_score_seq):
         fill = await slot_fill(chat, recorder, material.entry, material.pool_entry, material.memory, case.mode,
-                               context_tokens=context_tokens, max_tokens=max_tokens, on_text=on_text)
+                               context_tokens=context_tokens, max_tokens=max_tokens, on_text=on_text, policy=policy)
         score = await judge(chat, recorder, material.entry, fill, max_tokens=max_tokens,
-                            rescore_of=material.original_score_seq, on_text=on_text)
+                            rescore_of=material.original_score_seq, on_text=on_text, policy=policy)
         label = None
         if attribution:
             stage0 = Stage0Cache()
@@ -183,7 +191,8 @@ async def _one(chat: Any, recorder: _ObservedRecorder, material: CaseMaterial, c
                 stage0.put(case.user_id, case.dimension, material.stage0)
             label = await attribute(chat, recorder, user_id=case.user_id, entry=material.entry,
                                     task_text=material.task_text, history=material.history, score=score.score,
-                                    mode=case.mode, stage0=stage0, on_text=on_text)
+                                    mode=case.mode, stage0=stage0, on_text=on_text, max_tokens=max_tokens,
+                                    policy=policy)
     return RescoreResult(case=case, label=fill.label, score=score.score, reason=score.reason, excluded=score.excluded,
                          original_score=material.original_score, attribution=label, events=recorder.emitted[first:])
 

@@ -4,14 +4,21 @@ Everything except the memory system is held constant: the same tasks, simulator 
 scaffold and turn cap. Memory persists across one user's tasks. Each task is an ``episode`` span,
 each exchange a ``turn`` span; messages, retrievals, preference judgments and the episode's end
 reason are events, and the memory system records its own operations.
+
+The order inside a turn follows the recovery release's runner: the memory is searched with the
+user's latest message *before* that message is written, the assistant replies, the preference judge
+rates the reply, the simulator reacts. An assistant reply is offered to the memory only when the
+episode goes on — the release never stores a task's final reply — and the user's last message is
+written when the episode ends. An episode ends only when the simulator says ``satisfied`` or at
+the turn cap. A simulator reply still unusable after the client's repair rounds follows the
+exclusion policy (:mod:`.policy`) and never counts against metric A.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-
-import orjson
+from typing import Any
 
 from memprobe_engine.events.dialogue import Message
 from memprobe_engine.events.memory import MemoryFootprint, Retrieval
@@ -19,25 +26,33 @@ from memprobe_engine.events.recorder import Recorder
 from memprobe_engine.events.recovery import EpisodeEnd, PreferenceJudgment
 from memprobe_engine.events.run import ErrorEvent
 from memprobe_engine.llm.types import SamplingParams
-from memprobe_engine.memory.base import MemorySystem, Observation, ScoredItem, SimClock
+from memprobe_engine.memory.base import AgentContext, MemorySystem, Observation, ScoredItem, SimClock, memory_line
 from memprobe_engine.recovery import prompts
-from memprobe_engine.recovery.inputs import SimUser, Task
+from memprobe_engine.recovery.inputs import BankEntry, SimUser, Task
+from memprobe_engine.recovery.policy import DEFAULT_POLICY, ExclusionPolicy, release_user_text
 from memprobe_engine.recovery.prompts import Turn
 from memprobe_engine.recovery.schemas import PreferenceVerdict, SimulatorReply
+
+#: The release's sampling temperatures: assistant replies 0.7, simulated user 0.85, judges 0.
+AGENT_TEMPERATURE = 0.7
+SIMULATOR_TEMPERATURE = 0.85
 
 
 @dataclass(frozen=True)
 class RolloutSettings:
-    """Knobs of the episode loop that the README's quick run turns down for small CPUs."""
+    """Knobs of the episode loop. Defaults are the release's: 25 turns, k = 5, no reply caps (a
+    cap of ``None`` sends none); the README's quick run turns turns and caps down for small CPUs."""
 
     max_turns: int = 25
-    agent_max_tokens: int = 400
-    simulator_max_tokens: int = 200
-    judge_max_tokens: int = 200
+    agent_max_tokens: int | None = None
+    simulator_max_tokens: int | None = None
+    judge_max_tokens: int | None = None
     agent_k: int = 5
-    temperature: float = 0.7
+    agent_temperature: float = AGENT_TEMPERATURE
+    simulator_temperature: float = SIMULATOR_TEMPERATURE
     seed: int = 0
     preference_judge: bool = True
+    policy: ExclusionPolicy = DEFAULT_POLICY
 
 
 @dataclass
@@ -49,71 +64,104 @@ class Episode:
     history: list[Turn] = field(default_factory=list)
     end_reason: str = "turn_cap"
     turns: int = 0
+    unusable_replies: int = 0
 
 
 def memory_block(hits: Sequence[ScoredItem]) -> str:
-    """How retrieved items are shown to the assistant: one JSON line per item, native fields."""
-    return "\n".join(orjson.dumps(hit.item).decode() for hit in hits)
+    """How retrieved items are shown to the assistant: one line per item (its text and tags)."""
+    return "\n".join(memory_line(hit.item) for hit in hits)
 
 
-async def run_episode(*, chat: object, recorder: Recorder, system: MemorySystem, user: SimUser, task: Task,
+async def agent_context(system: MemorySystem, query: str, k: int, task_index: int) -> AgentContext:
+    """The system's own ``agent_context`` hook when it has one, else its ``search(query, k)``."""
+    hook = getattr(system, "agent_context", None)
+    if hook is not None:
+        context: AgentContext = await hook(query, k, task_index)
+        return context
+    return AgentContext(hits=await system.search(query, k))
+
+
+async def run_episode(*, chat: Any, recorder: Recorder, system: MemorySystem, user: SimUser, task: Task,
                       task_index: int, clock: SimClock, settings: RolloutSettings) -> Episode:
     """One task from the user's opening request to satisfaction or the turn cap."""
-    target = user.bank.entry(task.dimension)
-    assert target is not None, f"task {task.task_id} targets {task.dimension}, which is not in the bank"
     preferences = [e for e in user.bank.entries if e.category == "assistance_preference"]
     episode = Episode(task=task, task_index=task_index)
     clock.advance(days=1)
-    user_text = task.task
+    user_text, user_turn, user_kind = task.task, 0, "task"
     recorder.emit(Message(role="user", content=user_text, task_index=task_index, turn=0))
-    await system.observe(Observation(kind="task", text=user_text, task_index=task_index, timestamp=clock.iso()))
     episode.history.append(("user", user_text))
-    agent_params = SamplingParams(temperature=settings.temperature, max_tokens=settings.agent_max_tokens,
+    agent_params = SamplingParams(temperature=settings.agent_temperature, max_tokens=settings.agent_max_tokens,
                                   seed=settings.seed)
-    sim_params = SamplingParams(temperature=settings.temperature, max_tokens=settings.simulator_max_tokens,
-                                seed=settings.seed)
+    sim_params = SamplingParams(temperature=settings.simulator_temperature,
+                                max_tokens=settings.simulator_max_tokens, seed=settings.seed)
     judge_params = SamplingParams(temperature=0.0, max_tokens=settings.judge_max_tokens)
 
     for turn in range(1, settings.max_turns + 1):
         with recorder.span(f"turn {turn}", "turn", turn=turn, task_index=task_index):
             clock.advance(minutes=2)
-            hits = await system.search(user_text, settings.agent_k)
-            recorder.emit(Retrieval(query=user_text, k=settings.agent_k, item_ids=[h.id for h in hits],
-                                    scores=[h.score for h in hits], purpose="agent_context"))
-            reply = await chat.chat("agent", prompts.agent_messages(memory_block(hits), episode.history),  # type: ignore[attr-defined]
-                                    params=agent_params)
+            context = await agent_context(system, user_text, settings.agent_k, task_index)
+            recorder.emit(Retrieval(query=user_text, k=settings.agent_k, item_ids=[h.id for h in context.hits],
+                                    scores=[h.score for h in context.hits], purpose="agent_context"))
+            await system.observe(Observation(kind=user_kind, text=user_text, task_index=task_index,  # type: ignore[arg-type]
+                                             turn=user_turn, timestamp=clock.iso()))
+            messages = prompts.agent_messages(memory_block(context.hits), episode.history, context.prior_dialogue)
+            reply = await chat.chat("agent", messages, params=agent_params)
             if reply.text is None:
                 return _abort(recorder, episode, turn, "the agent call returned no text")
             recorder.emit(Message(role="assistant", content=reply.text, task_index=task_index, turn=turn))
             episode.history.append(("assistant", reply.text))
-            await system.observe(Observation(kind="assistant", text=reply.text, task_index=task_index, turn=turn,
-                                             timestamp=clock.iso()))
             if settings.preference_judge and preferences:
-                await _judge_preferences(chat, recorder, preferences, reply.text, task_index, turn, judge_params)
+                await _judge_preferences(chat, recorder, preferences, task.task, reply.text, task_index, turn,
+                                         judge_params)
 
-            sim = await chat.chat("simulator", prompts.simulator_messages(user, target, episode.history),  # type: ignore[attr-defined]
+            sim = await chat.chat("simulator", prompts.simulator_messages(user, task.task, episode.history),
                                   params=sim_params, schema=SimulatorReply)
-            if sim.parsed is None:
-                return _abort(recorder, episode, turn, f"the simulator's reply was unusable: {sim.excluded}")
-            answer: SimulatorReply = sim.parsed
             clock.advance(minutes=2)
-            user_text = answer.text
-            recorder.emit(Message(role="user", content=user_text, task_index=task_index, turn=turn,
-                                  feedback_type=answer.feedback_type, is_done=answer.is_done))
-            episode.history.append(("user", user_text))
-            await system.observe(Observation(kind="user", text=user_text, task_index=task_index, turn=turn,
-                                             timestamp=clock.iso()))
             episode.turns = turn
-            if answer.is_done:
-                episode.end_reason = "satisfied"
-                break
-    recorder.emit(EpisodeEnd(task_index=task_index, end_reason=episode.end_reason, turns=episode.turns))  # type: ignore[arg-type]
+            if sim.parsed is None:
+                episode.unusable_replies += 1
+                recorder.emit(ErrorEvent(where="rollout", error_type="SimulatorReplyUnusable", recoverable=True,
+                                         message=f"turn {turn}: {sim.excluded} ({settings.policy} policy)"))
+                if settings.policy == "audit":
+                    return await _end(recorder, system, episode, "excluded", clock,
+                                f"the simulator's reply at turn {turn} was unusable: {sim.excluded}")
+                # The release's fallback: a follow-up with whatever text the reply held.
+                feedback, user_text = "followup", release_user_text(sim.text or "")
+            else:
+                answer: SimulatorReply = sim.parsed
+                feedback, user_text = answer.feedback_type, answer.text
+            done = feedback == "satisfied"
+            recorder.emit(Message(role="user", content=user_text, task_index=task_index, turn=turn,
+                                  feedback_type=feedback, is_done=done))
+            episode.history.append(("user", user_text))
+            user_turn, user_kind = turn, "user"
+            if done:
+                return await _end(recorder, system, episode, "satisfied", clock)
+            if turn < settings.max_turns:  # the episode goes on: this reply was not the last one
+                await system.observe(Observation(kind="assistant", text=reply.text, task_index=task_index,
+                                                 turn=turn, timestamp=clock.iso()))
+    reason = "excluded" if episode.unusable_replies else "turn_cap"
+    return await _end(recorder, system, episode, reason, clock,
+                "hit the turn cap after an unusable simulator reply" if episode.unusable_replies else None)
+
+
+async def _end(recorder: Recorder, system: MemorySystem, episode: Episode, reason: str, clock: SimClock,
+               why: str | None = None) -> Episode:
+    """Write the user's last message to memory (the release's end-of-episode write) and record
+    how the episode ended. ``excluded`` keeps the episode out of metric A."""
+    speaker, text = episode.history[-1]
+    if speaker == "user" and len(episode.history) > 1:
+        await system.observe(Observation(kind="user", text=text, task_index=episode.task_index, turn=episode.turns,
+                                         timestamp=clock.iso()))
+    episode.end_reason = reason
+    recorder.emit(EpisodeEnd(task_index=episode.task_index, end_reason=reason, turns=episode.turns,  # type: ignore[arg-type]
+                             excluded=why if reason == "excluded" else None))
     return episode
 
 
-async def _judge_preferences(chat: object, recorder: Recorder, preferences: list, reply: str, task_index: int,
-                             turn: int, params: SamplingParams) -> None:
-    outcome = await chat.chat("preference_judge", prompts.preference_messages(preferences, reply),  # type: ignore[attr-defined]
+async def _judge_preferences(chat: Any, recorder: Recorder, preferences: list[BankEntry], task_text: str,
+                             reply: str, task_index: int, turn: int, params: SamplingParams) -> None:
+    outcome = await chat.chat("preference_judge", prompts.preference_messages(preferences, task_text, reply),
                               params=params, schema=PreferenceVerdict)
     if outcome.parsed is None:
         recorder.emit(PreferenceJudgment(task_index=task_index, turn=turn, scores={}, mean=None,

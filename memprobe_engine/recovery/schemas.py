@@ -16,16 +16,26 @@ RUBRIC_VALUES: tuple[float, ...] = (0.0, 0.25, 0.5, 0.75, 1.0)
 OK_THRESHOLD = 0.75
 
 
-class SimulatorReply(BaseModel):
-    """The simulated user's next message and whether the task is done."""
+FeedbackType = Literal["correction", "add_context", "too_deep", "too_shallow", "followup", "expose_gap",
+                       "satisfied"]
 
-    feedback_type: Literal["followup", "clarify", "correction", "satisfied"]
-    text: str = Field(min_length=1, max_length=400)
-    is_done: bool
+
+class SimulatorReply(BaseModel):
+    """The simulated user's next message and its reaction label (the release's seven types). The
+    task is done exactly when the label is ``satisfied``; there is no separate done flag. The text
+    cap only stops a runaway string: the release puts no limit on a user turn."""
+
+    feedback_type: FeedbackType
+    text: str = Field(min_length=1, max_length=6000)
+
+    @property
+    def is_done(self) -> bool:
+        return self.feedback_type == "satisfied"
 
 
 class PreferenceRating(BaseModel):
     dimension: str = Field(max_length=80)
+    reason: str = Field(default="", max_length=300)
     score: int | None = Field(default=None, ge=1, le=5, description="1-5, or null when not applicable")
 
 
@@ -36,7 +46,7 @@ class PreferenceVerdict(BaseModel):
 
 class SlotFillAnswer(BaseModel):
     reason: str = Field(max_length=400)
-    label: str = Field(min_length=1, max_length=120)
+    label: str = Field(min_length=1, max_length=160)
 
 
 class JudgeVerdict(BaseModel):
@@ -63,4 +73,5 @@ class ElicitationVerdict(BaseModel):
     """Stage 2: did the assistant never approach the topic, or did the user not elaborate?"""
 
     reason: str = Field(max_length=400)
+    evidence: str = Field(default="", max_length=300)
     label: Literal["agent_elicitation_failure", "simulator_too_strict"]

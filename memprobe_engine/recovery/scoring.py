@@ -2,8 +2,10 @@
 
 dump_all gives the reader the whole store (each system's native fields, JSON); retrieve gives it
 the system's own ``search(query, k=5)`` for an axis-only query. A store too large for the reader's
-context is *not* truncated: the case is recorded as an overflow diagnostic and excluded from the
-comparable score. A prediction of "unknown" scores 0 by the rubric without a judge call.
+context is never truncated: it is recorded as an overflow (``overflow=True``) and then, by the
+exclusion policy (:mod:`.policy`), either scored as the release scored it (``paper``: unknown = 0)
+or excluded with the size diagnostic (``audit``). Unparseable slot-fill or judge output follows
+the same policy. A prediction of "unknown" scores 0 by the rubric without a judge call.
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ from memprobe_engine.events.scoring import JudgeScore, SlotFill
 from memprobe_engine.llm.types import SamplingParams
 from memprobe_engine.memory.base import MemorySystem
 from memprobe_engine.recovery import prompts
-from memprobe_engine.recovery.inputs import CATEGORY_DISPLAY, BankEntry, PoolDimension, retrieve_query
+from memprobe_engine.recovery.inputs import CATEGORY_GUIDE, BankEntry, PoolDimension, retrieve_query
+from memprobe_engine.recovery.policy import DEFAULT_POLICY, ExclusionPolicy, release_label
 from memprobe_engine.recovery.schemas import JudgeVerdict, SlotFillAnswer
 
 Mode = Literal["dump_all", "retrieve"]
@@ -75,21 +78,34 @@ async def read_memory(system: MemorySystem, recorder: Recorder, entry: BankEntry
 
 async def slot_fill(chat: Any, recorder: Recorder, entry: BankEntry, pool_entry: PoolDimension | None,
                     memory: list[dict[str, Any]], mode: Mode, *, context_tokens: int,
-                    max_tokens: int = 200, on_text: TextSink | None = None) -> SlotFill:
-    """One slot-fill, recorded; overflow and empty memory are decided without a model call."""
+                    max_tokens: int | None = 200, on_text: TextSink | None = None,
+                    policy: ExclusionPolicy = DEFAULT_POLICY) -> SlotFill:
+    """One slot-fill, recorded; overflow and empty memory are decided without a model call.
+    ``pool_entry`` is accepted for callers' convenience but deliberately not shown: the release's
+    slot-filler sees neither the axis question nor example answers."""
+    del pool_entry
     if not memory:
         return recorder.emit(SlotFill(mode=mode, label="unknown", reason="the memory returned nothing to read"))
     memory_json = orjson.dumps(memory, option=orjson.OPT_INDENT_2).decode()
-    messages = prompts.slot_fill_messages(entry.dimension, pool_entry, CATEGORY_DISPLAY[entry.category], memory_json)
-    needed = estimate_tokens(messages) + max_tokens
+    messages = prompts.slot_fill_messages(entry.dimension, entry.category, CATEGORY_GUIDE[entry.category], memory_json)
+    needed = estimate_tokens(messages) + (max_tokens or 0)
     if needed > context_tokens:
-        return recorder.emit(SlotFill(
-            mode=mode, label=None, overflow=True,
-            excluded=f"store of {len(memory)} items needs about {needed:,} tokens; the reader's context holds "
-                     f"{context_tokens:,}", reason="not truncated: auditability diagnostic"))
+        size = (f"store of {len(memory)} items needs about {needed:,} tokens; the reader's context holds "
+                f"{context_tokens:,}")
+        if policy == "paper":
+            return recorder.emit(SlotFill(
+                mode=mode, label="unknown", overflow=True,
+                reason=f"{size}. Paper policy: the release sent it anyway, the call failed and the answer "
+                       f"was scored as unknown"))
+        return recorder.emit(SlotFill(mode=mode, label=None, overflow=True, excluded=size,
+                                      reason="not truncated: auditability diagnostic (audit policy)"))
     outcome = await ask(chat, "slot_filler", messages, params=SamplingParams(temperature=0.0, max_tokens=max_tokens),
                         schema=SlotFillAnswer, stage="slot_fill", on_text=on_text)
     if outcome.parsed is None:
+        if policy == "paper":
+            return recorder.emit(SlotFill(mode=mode, label=release_label(outcome.text), call_seq=outcome.call_seq,
+                                          reason=f"unparseable ({outcome.excluded}); paper policy: the raw "
+                                                 f"answer is the label, as in the release"))
         return recorder.emit(SlotFill(mode=mode, label=None, call_seq=outcome.call_seq, excluded=outcome.excluded))
     answer: SlotFillAnswer = outcome.parsed
     return recorder.emit(SlotFill(mode=mode, label=answer.label.strip(), reason=answer.reason,
@@ -100,8 +116,9 @@ def is_unknown(label: str) -> bool:
     return label.strip().strip(".").lower() in {"unknown", "none", "n/a", "no evidence", ""}
 
 
-async def judge(chat: Any, recorder: Recorder, entry: BankEntry, fill: SlotFill, *, max_tokens: int = 200,
-                rescore_of: int | None = None, on_text: TextSink | None = None) -> JudgeScore:
+async def judge(chat: Any, recorder: Recorder, entry: BankEntry, fill: SlotFill, *, max_tokens: int | None = 200,
+                rescore_of: int | None = None, on_text: TextSink | None = None,
+                policy: ExclusionPolicy = DEFAULT_POLICY) -> JudgeScore:
     """Score a slot-fill against the hidden target on the five-level rubric (temperature 0)."""
     mode = fill.mode
     if fill.label is None:
@@ -114,6 +131,10 @@ async def judge(chat: Any, recorder: Recorder, entry: BankEntry, fill: SlotFill,
                         params=SamplingParams(temperature=0.0, max_tokens=max_tokens), schema=JudgeVerdict,
                         stage="judge", on_text=on_text)
     if outcome.parsed is None:
+        if policy == "paper":
+            return recorder.emit(JudgeScore(mode=mode, score=0.0, call_seq=outcome.call_seq, rescore_of=rescore_of,
+                                            reason=f"unparseable ({outcome.excluded}); paper policy: 0, as in "
+                                                   f"the release"))
         return recorder.emit(JudgeScore(mode=mode, score=None, call_seq=outcome.call_seq, excluded=outcome.excluded,
                                         rescore_of=rescore_of))
     verdict: JudgeVerdict = outcome.parsed
@@ -123,10 +144,10 @@ async def judge(chat: Any, recorder: Recorder, entry: BankEntry, fill: SlotFill,
 
 async def score_dimension(chat: Any, recorder: Recorder, system: MemorySystem, entry: BankEntry,
                           pool_entry: PoolDimension | None, mode: Mode, *, context_tokens: int,
-                          max_tokens: int = 200) -> DimensionScore:
+                          max_tokens: int | None = 200, policy: ExclusionPolicy = DEFAULT_POLICY) -> DimensionScore:
     memory = await read_memory(system, recorder, entry, mode)
     fill = await slot_fill(chat, recorder, entry, pool_entry, memory, mode, context_tokens=context_tokens,
-                           max_tokens=max_tokens)
-    score = await judge(chat, recorder, entry, fill, max_tokens=max_tokens)
+                           max_tokens=max_tokens, policy=policy)
+    score = await judge(chat, recorder, entry, fill, max_tokens=max_tokens, policy=policy)
     return DimensionScore(mode=mode, label=fill.label, score=score.score, excluded=score.excluded,
                           overflow=fill.overflow, judge_seq=score.seq)

@@ -42,9 +42,11 @@ UNKNOWN_CATEGORY = "unknown"
 
 
 def usable_scores(frames: ReportFrames) -> pd.DataFrame:
-    """Score rows that count towards B: judged, not excluded, not an overflow, with a category."""
+    """Score rows that count towards B: judged, not excluded, with a category. An overflowed store
+    counts only when the run's exclusion policy scored it (``paper``: unknown = 0); under ``audit``
+    it carries an exclusion and no score."""
     s = frames.scores
-    return s[s["score"].notna() & ~s["overflow"] & s["excluded"].isna() & s["category"].notna()]
+    return s[s["score"].notna() & s["excluded"].isna() & s["category"].notna()]
 
 
 def category_means(frames: ReportFrames) -> pd.DataFrame:
@@ -67,9 +69,10 @@ def user_b(frames: ReportFrames) -> pd.DataFrame:
 
 
 def overflow_systems(frames: ReportFrames) -> set[str]:
-    """Systems with at least one dump_all case whose store overflowed the reader's context."""
+    """Systems with at least one dump_all case whose store overflowed the reader's context and was
+    excluded for it (audit policy): their full-store numbers are a diagnostic, not a comparable score."""
     s = frames.scores
-    return set(s.loc[s["overflow"] & (s["mode"] == "dump_all"), "system"])
+    return set(s.loc[s["overflow"] & s["excluded"].notna() & (s["mode"] == "dump_all"), "system"])
 
 
 def systems(frames: ReportFrames) -> list[str]:
@@ -111,11 +114,14 @@ def table2(frames: ReportFrames) -> pd.DataFrame:
     rows = []
     for system in systems(frames):
         sys_ep = ep[ep["system"] == system]
+        # An episode excluded for unusable simulator replies is no evidence about the task either way.
+        counted_ep = sys_ep[sys_ep["end_reason"] != "excluded"]
         users = set(sys_ep["user_id"]) | set(sc.loc[sc["system"] == system, "user_id"]) | \
             set(fp.loc[fp["system"] == system, "user_id"]) | set(pref.loc[pref["system"] == system, "user_id"])
         row: dict[str, object] = {
             "system": system, "users": len(users), "episodes": len(sys_ep),
-            "A_pct": 100.0 * float((sys_ep["end_reason"] == "satisfied").mean()) if len(sys_ep) else float("nan")}
+            "A_pct": 100.0 * float((counted_ep["end_reason"] == "satisfied").mean()) if len(counted_ep)
+            else float("nan")}
         row["D_mean"], row["D_std"] = _stats(d_user[d_user.index.get_level_values("system") == system])
         row["C_mean"], row["C_std"] = _stats(c_user[c_user.index.get_level_values("system") == system])
         for mode, name in (("dump_all", "B_full"), ("retrieve", "B_topk")):

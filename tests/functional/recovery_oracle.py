@@ -32,9 +32,8 @@ def plan_for(dimensions: list[str]) -> None:
 
 
 def _dimension(text: str) -> str:
-    match = re.search(r"DIMENSION: ([\w ]+)\n|QUESTION about the user \([^:]+: ([\w ]+)\)|Hidden fact \((\w+)\)|"
-                      r"Hidden fact about the user \((\w+)\)", text)
-    return next(g for g in match.groups() if g).replace(" ", "_") if match else ""
+    match = re.search(r"^(?:TARGET )?DIMENSION: (\w+)$", text, flags=re.M)
+    return match.group(1) if match else ""
 
 
 class RecoveryOracle:
@@ -50,32 +49,32 @@ class RecoveryOracle:
     def answer(self, request: ChatRequest) -> tuple[str, str]:
         system = request.messages[0].content if request.messages[0].role == "system" else ""
         last = request.messages[-1].content
-        if system.startswith("You are a capable personal assistant"):
+        if system.startswith("You are a personalised AI assistant"):
             return "agent", "Here is a practical plan. What time of day do you usually have free?"
-        if system.startswith("You play one specific real person"):
-            turns = last.count("\nASSISTANT:") + last.startswith("ASSISTANT:")
-            done = turns >= 2
-            text = ("Thanks, that works for me." if done else
+        if system.startswith("You play one particular real person"):
+            turn = re.search(r"^TURN (\d+): THE ASSISTANT JUST SAID$", last, flags=re.M)
+            done = turn is not None and int(turn.group(1)) >= 2
+            text = ("Good, that works for me." if done else
                     "I usually do this after my night shift, and I like short checklists.")
-            return "simulator", orjson.dumps({"feedback_type": "satisfied" if done else "followup", "text": text,
-                                              "is_done": done}).decode()
-        if system.startswith("You rate how well"):
-            dims = re.findall(r"^- (\w+):", last, flags=re.M)
+            return "simulator", orjson.dumps({"feedback_type": "satisfied" if done else "followup",
+                                              "text": text}).decode()
+        if system.startswith("You judge how well one reply"):
+            dims = re.findall(r"^\d+\. \[(\w+)\]", last, flags=re.M)
             return "preference_judge", orjson.dumps({"reason": "fits", "ratings": [
-                {"dimension": d, "score": 4 + (i % 2)} for i, d in enumerate(dims)]}).decode()
-        if system.startswith("You read an assistant's memory"):
+                {"dimension": d, "reason": "seen", "score": 4 + (i % 2)} for i, d in enumerate(dims)]}).decode()
+        if system.startswith("An AI assistant talked with one user"):
             return "slot_filler", orjson.dumps({"reason": "from the memory", "label": "likes short checklists"}).decode()
-        if system.startswith("You grade a predicted"):
+        if system.startswith("You compare two short descriptions"):
             score = PLAN.get(_dimension(last), (1.0,))[0]
             return "recovery_judge", orjson.dumps({"reason": "compared", "score": score}).decode()
-        if system.startswith("You audit whether a benchmark task"):
+        if system.startswith("You decide whether one task could ever"):
             can = PLAN.get(_dimension(last), (1.0, True))[1]
             return "stage0", orjson.dumps({"reason": "task check", "can_invite": can}).decode()
-        if system.startswith("You check whether a conversation disclosed"):
+        if system.startswith("You check whether one episode of dialogue"):
             disclosed = PLAN.get(_dimension(last), (1.0, True, True))[2]
             return "stage1", orjson.dumps({"evidence": "short checklists" if disclosed else "", "reason": "read",
                                            "disclosed": disclosed}).decode()
-        if system.startswith("You find out why"):
+        if system.startswith("A dialogue failed to disclose"):
             label = PLAN.get(_dimension(last), (1.0, True, True, "agent_elicitation_failure"))[3]
             return "stage2", orjson.dumps({"reason": "why", "label": label}).decode()
         raise AssertionError(f"unrecognised prompt: {system[:60]!r}")

@@ -17,6 +17,7 @@ from memprobe_engine.events.reader import open_recording
 from memprobe_engine.llm.config import LLMConfig
 from memprobe_engine.llm.spec import parse_spec
 from memprobe_engine.recovery.inputs import load_user
+from memprobe_engine.recovery.policy import ExclusionPolicy
 from memprobe_engine.recovery.rollout import RolloutSettings
 from memprobe_engine.runner import RecoveryPlan, run_recovery
 from tests.functional.recovery_oracle import RecoveryOracle, plan_for
@@ -37,15 +38,15 @@ def config(context_tokens: int | None = None) -> LLMConfig:
     return LLMConfig(models=models)
 
 
-def plan(dimensions: list[str], systems: list[str]) -> RecoveryPlan:
+def plan(dimensions: list[str], systems: list[str], policy: ExclusionPolicy = "paper") -> RecoveryPlan:
     return RecoveryPlan(sessions_dir=SESSIONS, users=[USER], dimensions=dimensions, systems=systems,
-                        modes=["dump_all", "retrieve"], settings=RolloutSettings(max_turns=3))
+                        modes=["dump_all", "retrieve"], settings=RolloutSettings(max_turns=3, policy=policy))
 
 
 def run(tmp_path: Path, oracle: RecoveryOracle, dimensions: list[str], systems: list[str],
-        context_tokens: int | None = None, record: str = "rec") -> Path:
-    return asyncio.run(run_recovery(plan(dimensions, systems), tmp_path / record, llm_config=config(context_tokens),
-                                    backend_factory=lambda spec: oracle))
+        context_tokens: int | None = None, record: str = "rec", policy: ExclusionPolicy = "paper") -> Path:
+    return asyncio.run(run_recovery(plan(dimensions, systems, policy), tmp_path / record,
+                                    llm_config=config(context_tokens), backend_factory=lambda spec: oracle))
 
 
 def test_every_stage_is_recorded_and_every_label_reached(tmp_path: Path) -> None:
@@ -77,17 +78,32 @@ def test_every_stage_is_recorded_and_every_label_reached(tmp_path: Path) -> None
 
 
 def test_overflow_is_a_diagnostic_not_a_truncation(tmp_path: Path) -> None:
+    """audit: an overflowed store is excluded with its size; paper: scored unknown = 0, as the release did."""
     chosen = dims(3)
     plan_for(chosen)
-    record = run(tmp_path, RecoveryOracle(), chosen, ["longctx_full"], context_tokens=1200)
-    reader = open_recording(record)
-    fills = {(e.dimension, e.mode): e for e in reader.iter_events(kinds=["slot_fill"])}
     last = chosen[-1]
+    record = run(tmp_path, RecoveryOracle(), chosen, ["longctx_full"], context_tokens=1400, policy="audit")
+    reader = open_recording(record)
+    assert reader.header.config["policy"] == "audit"
+    fills = {(e.dimension, e.mode): e for e in reader.iter_events(kinds=["slot_fill"])}
     assert fills[(last, "dump_all")].overflow and fills[(last, "dump_all")].label is None
-    assert "context holds 1,200" in (fills[(last, "dump_all")].excluded or "")
+    assert "context holds 1,400" in (fills[(last, "dump_all")].excluded or "")
     assert not fills[(last, "retrieve")].overflow
     scores = {(e.dimension, e.mode): e for e in reader.iter_events(kinds=["judge_score"])}
     assert scores[(last, "dump_all")].score is None and scores[(last, "dump_all")].excluded
+    labels = {(e.dimension, e.mode): e.label for e in reader.iter_events(kinds=["attribution_label"])}
+    assert labels[(last, "dump_all")] == "excluded"
+
+    record = run(tmp_path, RecoveryOracle(), chosen, ["longctx_full"], context_tokens=1400, record="paper")
+    reader = open_recording(record)
+    assert reader.header.config["policy"] == "paper"
+    fills = {(e.dimension, e.mode): e for e in reader.iter_events(kinds=["slot_fill"])}
+    assert fills[(last, "dump_all")].overflow and fills[(last, "dump_all")].label == "unknown"
+    assert fills[(last, "dump_all")].excluded is None and fills[(last, "dump_all")].call_seq is None
+    scores = {(e.dimension, e.mode): e for e in reader.iter_events(kinds=["judge_score"])}
+    assert scores[(last, "dump_all")].score == 0.0 and scores[(last, "dump_all")].excluded is None
+    labels = {(e.dimension, e.mode): e.label for e in reader.iter_events(kinds=["attribution_label"])}
+    assert labels[(last, "dump_all")] not in ("ok", "excluded")  # counted in attribution
 
 
 def test_resume_after_sigkill_repeats_no_request(tmp_path: Path) -> None:
@@ -206,7 +222,7 @@ class GarblingOracle(RecoveryOracle):
 
     def answer(self, request):  # type: ignore[no-untyped-def]
         role, text = super().answer(request)
-        first_ask = f"DIMENSION: {self.garbled.replace('_', ' ')}" in request.messages[-1].content
+        first_ask = f"DIMENSION: {self.garbled}\n" in request.messages[-1].content
         repair_round = any(m.role == "assistant" for m in request.messages)  # only garbled judges get repaired
         if role == "recovery_judge" and (first_ask or repair_round):
             return role, "I would rather not grade this."
@@ -217,7 +233,7 @@ def test_resume_replays_an_excluded_call_without_asking_its_repairs_again(tmp_pa
     chosen = dims(2)
     plan_for(chosen)
     first = GarblingOracle(chosen[1])
-    record = run(tmp_path, first, chosen, ["longctx_full"])
+    record = run(tmp_path, first, chosen, ["longctx_full"], policy="audit")
     excluded = [e for e in open_recording(record).iter_events(kinds=["llm_call"]) if e.excluded]
     assert excluded and excluded[0].repairs == 2
     # Crash right after the excluded call: keep the events up to it, drop the rest.
@@ -225,9 +241,30 @@ def test_resume_replays_an_excluded_call_without_asking_its_repairs_again(tmp_pa
     lines = events.read_bytes().splitlines(keepends=True)
     events.write_bytes(b"".join(lines[:excluded[0].seq + 1]))
     second = GarblingOracle(chosen[1])
-    run(tmp_path, second, chosen, ["longctx_full"])
+    run(tmp_path, second, chosen, ["longctx_full"], policy="audit")
     asked_again = [r for r in second.requests if any(m.role == "assistant" for m in r.messages)
-                   and "grade a predicted" in r.messages[0].content]
+                   and "compare two short descriptions" in r.messages[0].content]
     assert not asked_again, "a repair round of the recorded excluded call was sent again"
     final = [e for e in open_recording(record).iter_events(kinds=["judge_score"]) if e.dimension == chosen[1]]
     assert final and final[-1].score is None and final[-1].excluded
+
+
+def test_unparseable_judge_output_follows_the_policy_and_the_run_goes_on(tmp_path: Path) -> None:
+    """Issue #9 point 6: a scoring role's unusable output is that item's outcome, never a failed run —
+    audit excludes it (no score, attribution excluded), paper scores it 0 as the release did."""
+    chosen = dims(2)
+    plan_for(chosen)
+    audit = open_recording(run(tmp_path, GarblingOracle(chosen[1]), chosen, ["longctx_full"], record="audit",
+                               policy="audit"))
+    paper = open_recording(run(tmp_path, GarblingOracle(chosen[1]), chosen, ["longctx_full"], record="paper"))
+    for reader in (audit, paper):
+        assert [e.status for e in reader.iter_events(kinds=["run_end"])] == ["completed"]
+    audit_scores = {(e.dimension, e.mode): e for e in audit.iter_events(kinds=["judge_score"])}
+    paper_scores = {(e.dimension, e.mode): e for e in paper.iter_events(kinds=["judge_score"])}
+    assert audit_scores[(chosen[1], "dump_all")].score is None and audit_scores[(chosen[1], "dump_all")].excluded
+    assert paper_scores[(chosen[1], "dump_all")].score == 0.0 and paper_scores[(chosen[1], "dump_all")].excluded is None
+    assert audit_scores[(chosen[0], "dump_all")].score == paper_scores[(chosen[0], "dump_all")].score == 1.0
+    audit_labels = {(e.dimension, e.mode): e.label for e in audit.iter_events(kinds=["attribution_label"])}
+    paper_labels = {(e.dimension, e.mode): e.label for e in paper.iter_events(kinds=["attribution_label"])}
+    assert audit_labels[(chosen[1], "dump_all")] == "excluded"
+    assert paper_labels[(chosen[1], "dump_all")] not in ("ok", "excluded")

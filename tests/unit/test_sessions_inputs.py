@@ -236,9 +236,11 @@ def test_category_constants_and_retrieve_query() -> None:
     assert CATEGORY_DISPLAY[Category.SELF] == "Self Model"
     assert [c.value for c in Category] == ["skill_memory", "knowledge_memory", "episodic_memory",
                                            "self_model", "assistance_preference"]
-    assert all(count_sentences(g) == 1 for g in CATEGORY_GUIDE.values())
+    # Each guide states its scope and names the neighbouring categories it is not (the release's guide).
+    others = {c: [o.value for o in Category if o is not c and o.value in CATEGORY_GUIDE[c]] for c in Category}
+    assert all(others[c] for c in Category), others
     query = retrieve_query("bargaining_style", Category.SKILL)
-    assert query == f"What best describes the user's bargaining_style? " \
+    assert query == f"What best describes the user's bargaining style? " \
                     f"{CATEGORY_GUIDE[Category.SKILL]}"
 
 

@@ -1,0 +1,81 @@
+"""Exclusion policies: what a case becomes when a scoring input or a scoring role's output is unusable.
+
+Two named policies, recorded in the run header (``config.policy``) and printed under every report
+table:
+
+``paper`` (the default)
+    The recovery release's behaviour, so a fresh run is comparable with the paper. A store too
+    large for the reader is still "sent": the release's call failed and the answer was scored as
+    ``unknown`` = 0, counted in B and in attribution. Unparseable role outputs take the release's
+    defaults: a slot-fill's raw text (or ``unknown``) is the label, a judge verdict is 0, stage 0
+    says the task *can* invite the dimension, stage 1 says *not disclosed*, stage 2 leaves the
+    case unclassified (our ``excluded`` label, outside Table 4's five columns).
+
+``audit``
+    Ours: such a case is an exclusion with its reason (and, for an overflow, the size
+    diagnostic), left out of B and attribution, never a zero.
+
+Under both policies a simulator reply that stays unusable never counts against metric A: under
+``paper`` the episode goes on with a follow-up (the release's fallback) and, if it then fails to
+reach satisfaction, it is excluded from A; under ``audit`` the episode ends there, excluded.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, cast
+
+from memprobe_engine.errors import ConfigError
+from memprobe_engine.llm.structured import StructuredOutputError, extract_json
+
+ExclusionPolicy = Literal["paper", "audit"]
+POLICIES: tuple[ExclusionPolicy, ...] = ("paper", "audit")
+DEFAULT_POLICY: ExclusionPolicy = "paper"
+#: Recordings made before policies existed behaved as ``audit`` does now.
+LEGACY_POLICY: ExclusionPolicy = "audit"
+
+DESCRIPTIONS: dict[ExclusionPolicy, str] = {
+    "paper": "paper (the release's rules: overflowed stores and unparseable scoring outputs take the "
+             "release's defaults, e.g. unknown = 0, and count in B and attribution)",
+    "audit": "audit (overflowed stores and unparseable scoring outputs are excluded from B and attribution, "
+             "with their reason)",
+}
+
+
+def check_policy(name: str, *, where: str = "--policy") -> ExclusionPolicy:
+    """The policy called ``name``; ConfigError naming the setting and the valid names otherwise."""
+    value = name.strip().lower()
+    if value not in POLICIES:
+        raise ConfigError(f"{where} {name!r}: unknown exclusion policy; use one of {', '.join(POLICIES)} "
+                          f"(see docs/protocol-a.md).")
+    return cast(ExclusionPolicy, value)
+
+
+def release_label(raw_text: str) -> str:
+    """What the release's slot-filler made of an answer it could not parse: the ``label`` field of
+    whatever JSON object the text holds, else the raw text itself, else ``unknown``."""
+    try:
+        value = extract_json(raw_text)
+    except StructuredOutputError:
+        return raw_text.strip() or "unknown"
+    label = value.get("label") if isinstance(value, dict) else None
+    return str(label).strip() if label is not None and str(label).strip() else "unknown"
+
+
+def release_user_text(raw_text: str) -> str:
+    """The text the release's simulator fell back to: the ``text`` field of the reply's JSON, if any."""
+    try:
+        value = extract_json(raw_text)
+    except StructuredOutputError:
+        return ""
+    text = value.get("text") if isinstance(value, dict) else None
+    return str(text).strip() if isinstance(text, str) else ""
+
+
+def policy_of(config: dict[str, object]) -> ExclusionPolicy:
+    """The policy a recording was made under, from its header config: ``policy`` when recorded; an
+    imported release run is the release's own (``paper``); older recordings of ours behaved as
+    ``audit``."""
+    named = config.get("policy")
+    if isinstance(named, str) and named in POLICIES:
+        return cast(ExclusionPolicy, named)
+    return "paper" if config.get("source") == "release-a" else LEGACY_POLICY
