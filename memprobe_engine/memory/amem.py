@@ -19,11 +19,13 @@ rejections in its note), ``link`` (the new note's links), ``evolve`` (the new no
 ``update_neighbor`` (one per rewritten neighbour), and ``reset``. Every change after ``add`` is also
 appended to the item's ``evolution_history`` as ``{timestamp, change}``; changed notes are
 re-embedded so search sees their current text. An excluded model reply is an ``error`` event:
-an excluded construction skips the unit, an excluded evolution keeps the note unevolved.
+an excluded construction stores the note with the library's empty defaults (no keywords, context
+"General", no tags), as the release's A-MEM did; an excluded evolution keeps the note unevolved.
+The ``context`` is a one-sentence summary of the text's topic, points and purpose (the library's
+analysis prompt), not a statement of user traits.
 
-Retrieval follows A-MEM's "box" reading: the cosine top hits, each followed by up to
-:data:`LINKS_PER_HIT` of its linked notes (closest to the query first), deduplicated, at most
-``k`` items in all, as the MemorySystem protocol requires.
+Retrieval is plain cosine top-k, as the release ran it: its agent and its retrieve mode call the
+library's ``search``, never the linked-neighbour search. Links are still built and recorded.
 """
 
 from __future__ import annotations
@@ -40,8 +42,8 @@ from memprobe_engine.memory.vectors import VectorIndex
 
 #: Existing notes offered to the evolution call (numbered 0..NEIGHBOURS-1).
 NEIGHBOURS = 5
-#: Linked notes that may follow each cosine hit in a search result.
-LINKS_PER_HIT = 1
+#: What the library stores when content analysis fails.
+EMPTY_CONTEXT = "General"
 #: Characters of a unit's text shown to a model (the stored content is never cut).
 PROMPT_CHARS = 3000
 #: Characters of a neighbour's content shown to the evolution call.
@@ -81,7 +83,7 @@ NOTE_SYSTEM = (
     "You write index notes for an agent's long-term memory of one user. For the TEXT you are given, "
     "write:\n"
     "- keywords: 3 to 8 key terms taken from the text, most important first;\n"
-    "- context: one sentence saying what the text is about and what it shows about the user;\n"
+    "- context: one sentence summarising the text's main topic or domain, its key points and its purpose;\n"
     "- tags: 3 to 8 broad labels for filing the note (topic, domain, kind of request).\n"
     "Reply with JSON only, in this shape:\n"
     '{"keywords": ["<term>", "<term>", "<term>"], "context": "<one sentence>", '
@@ -119,7 +121,7 @@ class AMem:
 
     name: ClassVar[str] = "amem"
     description: ClassVar[str] = ("A-MEM: LLM-written notes (keywords, context, tags) linked to similar notes, "
-                                  "whose neighbours evolve as new notes arrive; search adds linked notes.")
+                                  "whose neighbours evolve as new notes arrive; cosine top-k search.")
 
     def __init__(self, services: MemoryServices) -> None:
         services.require("amem", chat=True, embedder=True)
@@ -137,12 +139,12 @@ class AMem:
         if observation.kind == "assistant" or not observation.text.strip():
             return
         fields = await self._construct(observation)
-        if fields is None:
-            return
+        keywords, context, tags = (list(fields.keywords), fields.context, list(fields.tags)) if fields is not None \
+            else ([], EMPTY_CONTEXT, [])
         now = self.services.clock.iso()
         note: dict[str, Any] = {
-            "id": self.services.new_id("n"), "content": observation.text, "keywords": list(fields.keywords),
-            "links": [], "context": fields.context, "tags": list(fields.tags), "category": observation.kind,
+            "id": self.services.new_id("n"), "content": observation.text, "keywords": keywords,
+            "links": [], "context": context, "tags": tags, "category": observation.kind,
             "timestamp": now, "evolution_history": []}
         row = (await self.index.embed([embedding_text(note)]))[0]
         neighbours = [item_id for item_id, _ in self.index.top_k(row, NEIGHBOURS)]
@@ -158,23 +160,12 @@ class AMem:
                     self.index.put(item_id, new_row)
 
     async def search(self, query: str, k: int) -> list[ScoredItem]:
-        """Cosine top hits, each followed by up to LINKS_PER_HIT of its linked notes; at most ``k``."""
+        """The ``k`` notes most cosine-similar to ``query``, best first."""
         if k <= 0 or not len(self.index):
             return []
         query_row = (await self.index.embed([query]))[0]
-        ranked = self.index.top_k(query_row, len(self.index))
-        score = dict(ranked)
-        chosen: list[str] = []
-        for item_id, _ in ranked[:k]:
-            if len(chosen) >= k:
-                break
-            if item_id not in chosen:
-                chosen.append(item_id)
-            linked = [link for link in self.store.get(item_id)["links"] if link in score and link not in chosen]
-            linked.sort(key=lambda link: -score[link])
-            chosen.extend(linked[:max(0, min(LINKS_PER_HIT, k - len(chosen)))])
-        return [ScoredItem(id=item_id, item=copy.deepcopy(self.store.get(item_id)), score=score[item_id])
-                for item_id in chosen]
+        return [ScoredItem(id=item_id, item=copy.deepcopy(self.store.get(item_id)), score=score)
+                for item_id, score in self.index.top_k(query_row, k)]
 
     def dump(self) -> list[dict[str, Any]]:
         return [copy.deepcopy(item) for item in self.store.items()]
@@ -191,7 +182,8 @@ class AMem:
             params=SamplingParams(temperature=0.0, max_tokens=400), schema=NoteFields)
         if outcome.parsed is None:
             self._error(f"note construction for the {observation.kind} message of task {observation.task_index}, "
-                        f"turn {observation.turn} was excluded ({outcome.excluded}); it was not stored")
+                        f"turn {observation.turn} was excluded ({outcome.excluded}); stored with empty fields, "
+                        f"as the library does")
             return None
         fields: NoteFields = outcome.parsed
         return fields

@@ -6,6 +6,10 @@ exactly what the user and agent said. Items mirror the release's native fields
 simulated-clock ``timestamp``. Embeddings go through ``services.embedder`` (recorded and cached);
 they are computed in one batch for the items written since the last search and kept in an
 in-memory matrix, so a search embeds only its query and what is new.
+
+The assistant of ``longctx_full`` is not shown a top-k: as in the release (``use_in_reply``), every
+earlier task's transcript is replayed to it verbatim as chat turns (:meth:`agent_context`). The
+rollout never offers a task's final assistant reply, so, as in the release, it is not stored.
 """
 
 from __future__ import annotations
@@ -16,7 +20,8 @@ import numpy as np
 import numpy.typing as npt
 
 from memprobe_engine.llm.embeddings import cosine_top_k
-from memprobe_engine.memory.base import Footprint, MemoryServices, Observation, RecordedStore, ScoredItem
+from memprobe_engine.memory.base import (AgentContext, Footprint, MemoryServices, Observation, RecordedStore,
+                                         ScoredItem)
 
 #: Observation kind -> (native category, content prefix) as the release's longctx_full agent wrote them.
 _CATEGORY: dict[str, tuple[str, str]] = {
@@ -82,6 +87,18 @@ class LongContextFull:
         return [ScoredItem(id=self._row_ids[row], item=dict(self.store.get(self._row_ids[row])),
                            score=float(score)) for row, score in hits]
 
+    async def agent_context(self, query: str, k: int, task_index: int) -> AgentContext:
+        """Every earlier task's transcript, in order, as (speaker, text) turns: the task opening and
+        the user's replies as user turns, the stored assistant replies as assistant turns. The
+        current task's own dialogue is already in the assistant's messages, so it is left out."""
+        del query, k  # the whole transcript, not a search
+        prior: list[tuple[str, str]] = []
+        for item in self.store.items():
+            if item["task_index"] == task_index:
+                continue
+            prior.append(_turn_of(item))
+        return AgentContext(prior_dialogue=prior)
+
     def dump(self) -> list[dict[str, Any]]:
         return [dict(item) for item in self.store.items()]
 
@@ -102,3 +119,13 @@ class LongContextFull:
             raise ValueError(f"the embedder returned an array of shape {rows.shape} for {len(texts)} "
                              f"texts; expected one row per text")
         return rows
+
+
+def _turn_of(item: dict[str, Any]) -> tuple[str, str]:
+    """A stored item back as the chat turn it was: speaker and the text without its prefix."""
+    content = str(item["content"])
+    if item["category"] == "task":
+        return "user", content.removeprefix(f"[Task {item['task_index']}] ")
+    if item["category"] == "agent_reply":
+        return "assistant", content.removeprefix("Agent: ")
+    return "user", content.removeprefix("User: ")

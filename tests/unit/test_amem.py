@@ -48,6 +48,7 @@ EVOLUTIONS: dict[str, dict[str, Any] | str] = {
                                     "tags": ["cooking", "diet", "restriction"]},
                                    {"index": 3, "context": "Out of range.", "tags": ["invented"]}]},
     SHOES: {"should_evolve": False, "actions": [], "link_to": [], "tags": [], "neighbor_updates": []},
+    GARBLED: {"should_evolve": False, "actions": [], "link_to": [], "tags": [], "neighbor_updates": []},
     STRETCH: "still no JSON",
 }
 
@@ -98,17 +99,19 @@ async def test_amem_builds_notes_with_the_native_fields(tmp_path: Path) -> None:
     system, backend = await run_dialogue(tmp_path / "rec")
     assert isinstance(system, MemorySystem)
     notes = by_content(system)
-    assert list(notes) == [DINNER, PEANUTS, SHOES, STRETCH]  # assistant turn skipped, garbled unit excluded
+    assert list(notes) == [DINNER, PEANUTS, SHOES, GARBLED, STRETCH]  # assistant turn skipped
+    # A failed construction is stored with the library's empty defaults, not dropped (the release's A-MEM).
+    assert (notes[GARBLED]["keywords"], notes[GARBLED]["context"], notes[GARBLED]["tags"]) == ([], "General", [])
     shoes = notes[SHOES]
     assert list(shoes) == ["id", "content", "keywords", "links", "context", "tags", "category", "timestamp",
                            "evolution_history"]
     assert shoes["keywords"] == ["running", "shoes", "marathon"] and shoes["tags"] == ["sport", "shopping", "running"]
     assert shoes["context"] == "User needs running shoes for a marathon." and shoes["category"] == "user"
     assert shoes["timestamp"] == "2026-01-05T09:08:00" and shoes["links"] == [] and shoes["evolution_history"] == []
-    assert notes[DINNER]["category"] == "task" and len({note["id"] for note in notes.values()}) == 4
+    assert notes[DINNER]["category"] == "task" and len({note["id"] for note in notes.values()}) == 5
     assert not any("satay" in message.content for request in backend.requests for message in request.messages)
     evolve_calls = [request for request in backend.requests if request.messages[0].content == EVOLVE_SYSTEM]
-    assert len(evolve_calls) == 1 + 1 + 3  # none for the first note; the last one needed 2 repair rounds
+    assert len(evolve_calls) == 1 + 1 + 1 + 3  # none for the first note; the last one needed 2 repair rounds
     assert "NUMBERED NOTES (0 to 1)" in evolve_calls[1].messages[1].content
 
 
@@ -127,25 +130,28 @@ async def test_amem_evolution_links_and_rewrites_the_chosen_neighbours(tmp_path:
     assert notes[STRETCH]["links"] == [] and notes[STRETCH]["evolution_history"] == []
 
     ops = read_events(tmp_path / "rec", "memory_op")
-    assert [op["op"] for op in ops] == ["reset", "add", "add", "link", "evolve", "update_neighbor", "add", "add"]
+    assert [op["op"] for op in ops] == ["reset", "add", "add", "link", "evolve", "update_neighbor", "add", "add",
+                                        "add"]
     add_note = ops[2]["note"]
     assert "rejected link_to index 7 (valid 0..0)" in add_note and "rejected neighbor_updates index 3" in add_note
-    assert ops[5]["item_ids"] == [dinner["id"]] and ops[7]["note"] == "evolution excluded"
+    assert ops[5]["item_ids"] == [dinner["id"]] and ops[8]["note"] == "evolution excluded"
     errors = read_events(tmp_path / "rec", "error")
     assert [(error["where"], error["error_type"], error["recoverable"]) for error in errors] == [
         ("amem", "WriteExcluded", True)] * 2
-    assert "was not stored" in errors[0]["message"] and "without links" in errors[1]["message"]
+    assert "stored with empty fields" in errors[0]["message"] and "without links" in errors[1]["message"]
 
 
-async def test_amem_search_brings_linked_neighbours_of_the_hits(tmp_path: Path) -> None:
+async def test_amem_search_is_plain_cosine_top_k(tmp_path: Path) -> None:
+    """The release never calls the linked-neighbour search: a link does not pull a note into the hits."""
     system, _ = await run_dialogue(tmp_path / "rec")
     ids = {content: item["id"] for content, item in by_content(system).items()}
     query = "peanuts peanuts allergic shoes"
     query_row = (await system.index.embed([query]))[0]
-    assert [item_id for item_id, _ in system.index.top_k(query_row, 2)] == [ids[PEANUTS], ids[SHOES]]
+    cosine = [item_id for item_id, _ in system.index.top_k(query_row, 3)]
+    assert cosine[:2] == [ids[PEANUTS], ids[SHOES]] and by_content(system)[PEANUTS]["links"] == [ids[DINNER]]
     hits = await system.search(query, 2)
-    assert [hit.id for hit in hits] == [ids[PEANUTS], ids[DINNER]]  # the link outranks the second cosine hit
-    assert [hit.id for hit in await system.search(query, 3)] == [ids[PEANUTS], ids[DINNER], ids[SHOES]]
+    assert [hit.id for hit in hits] == [ids[PEANUTS], ids[SHOES]]  # the linked dinner note is not added
+    assert [hit.id for hit in await system.search(query, 3)] == cosine
     assert hits[0].item == by_content(system)[PEANUTS] and hits[0].score is not None
     assert await system.search(query, 0) == []
 
@@ -156,7 +162,7 @@ async def test_amem_recorded_patches_rebuild_the_dump_and_reset_empties(tmp_path
     with open_recording(tmp_path / "rec") as reader:
         rebuilt = store_at(reader, user_id="u1", system="amem", upto_seq=last)
     assert rebuilt == {item["id"]: item for item in system.dump()}
-    assert system.footprint().n_items == 4
+    assert system.footprint().n_items == 5
     with temp_recording(tmp_path / "rec2") as recorder:
         fresh = AMem(make_services(recorder, ScriptedBackend(reply)))
         await fresh.observe(obs("task", DINNER))
