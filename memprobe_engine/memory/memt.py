@@ -62,10 +62,11 @@ from memprobe_engine.events.memory import MemoryOp
 from memprobe_engine.events.run import ErrorEvent
 from memprobe_engine.llm.embeddings import cosine_top_k
 from memprobe_engine.llm.types import SamplingParams
-from memprobe_engine.memory.base import Footprint, MemoryServices, Observation, RecordedStore, ScoredItem
+from memprobe_engine.memory.base import (AgentContext, Footprint, MemoryServices, Observation, RecordedStore,
+                                         ScoredItem)
 from memprobe_engine.memory.memt_prompts import (Formation, UpdateDecision, formation_messages, shorten,
                                                  update_messages)
-from memprobe_engine.memory.memt_react import SEARCH_TOOLS, ToolCall, react_search
+from memprobe_engine.memory.memt_react import SEARCH_TOOLS, ReactResult, ToolCall, react_search
 
 Vector = npt.NDArray[np.float32]
 
@@ -81,6 +82,10 @@ FORMATION_PARAMS = SamplingParams(temperature=0.0, max_tokens=1500)
 UPDATE_PARAMS = SamplingParams(temperature=0.0, max_tokens=400)
 _PREFIX = {"turns": "t", "facts": "f", "experiences": "e", "personas": "p", "summary": "s"}
 TURN_PREFIX = "user said: "
+#: The assistant is shown at most this many surfaced memories, and, when the loop surfaced none,
+#: the first this-many stored items cut to FALLBACK_CHARS (the release's memt agent).
+AGENT_ITEMS = 20
+FALLBACK_CHARS = 400
 _KIND = {"facts": "fact", "experiences": "experience"}
 
 
@@ -133,6 +138,10 @@ class MemT:
         """The policy's ReAct retrieval: items it surfaced, de-duplicated, best ``k`` first."""
         if k <= 0 or len(self.store) == 0:
             return []
+        return (await self._react(query)).top(k)
+
+    async def _react(self, query: str) -> ReactResult:
+        """One ReAct loop for ``query``: everything it surfaced, in first-seen order."""
         query_vector: list[Vector] = []
 
         async def run_tool(call: ToolCall) -> list[ScoredItem]:
@@ -142,8 +151,22 @@ class MemT:
                 query_vector.append((await self._embed([query]))[0])
             return await self._summary_hit(query_vector[0])
 
-        result = await react_search(self.services.chat, query, run_tool, self._error, role=READER_ROLE)
-        return result.top(k)
+        return await react_search(self.services.chat, query, run_tool, self._error, role=READER_ROLE)
+
+    async def agent_context(self, query: str, k: int, task_index: int) -> AgentContext:
+        """What the release's memt agent shows the assistant: the memory text (without its source
+        turns) of up to :data:`AGENT_ITEMS` items in the order the ReAct loop surfaced them; when it
+        surfaced nothing, the first stored items, each cut to :data:`FALLBACK_CHARS` characters."""
+        del k, task_index
+        if len(self.store) == 0:
+            return AgentContext()
+        hits = list((await self._react(query)).hits.values())[:AGENT_ITEMS]
+        if not hits:
+            hits = [ScoredItem(id=item["id"], item={"id": item["id"], "content": _embedded_text(item)[:FALLBACK_CHARS]})
+                    for item in self.store.items()[:AGENT_ITEMS]]
+        return AgentContext(hits=[ScoredItem(id=hit.id, score=hit.score,
+                                             item={"id": hit.id, "content": _embedded_text(hit.item)})
+                                  for hit in hits])
 
     def dump(self) -> list[dict[str, Any]]:
         return [copy.deepcopy(item) for item in self.store.items()]

@@ -22,7 +22,7 @@ reach satisfaction, it is excluded from A; under ``audit`` the episode ends ther
 
 from __future__ import annotations
 
-from typing import Literal, cast
+from typing import Literal
 
 from memprobe_engine.errors import ConfigError
 from memprobe_engine.llm.structured import StructuredOutputError, extract_json
@@ -44,10 +44,11 @@ DESCRIPTIONS: dict[ExclusionPolicy, str] = {
 def check_policy(name: str, *, where: str = "--policy") -> ExclusionPolicy:
     """The policy called ``name``; ConfigError naming the setting and the valid names otherwise."""
     value = name.strip().lower()
-    if value not in POLICIES:
-        raise ConfigError(f"{where} {name!r}: unknown exclusion policy; use one of {', '.join(POLICIES)} "
-                          f"(see docs/protocol-a.md).")
-    return cast(ExclusionPolicy, value)
+    for policy in POLICIES:
+        if value == policy:
+            return policy
+    raise ConfigError(f"{where} {name!r}: unknown exclusion policy; use one of {', '.join(POLICIES)} "
+                      f"(see docs/protocol-a.md).")
 
 
 def release_label(raw_text: str) -> str:
@@ -76,6 +77,7 @@ def policy_of(config: dict[str, object]) -> ExclusionPolicy:
     imported release run is the release's own (``paper``); older recordings of ours behaved as
     ``audit``."""
     named = config.get("policy")
-    if isinstance(named, str) and named in POLICIES:
-        return cast(ExclusionPolicy, named)
+    for policy in POLICIES:
+        if named == policy:
+            return policy
     return "paper" if config.get("source") == "release-a" else LEGACY_POLICY
