@@ -9,6 +9,7 @@ import typer
 from rich.console import Console
 
 from memprobe_engine.report.frames import load_frames
+from memprobe_engine.report.paradigm_report import paradigm_report, split_by_protocol
 from memprobe_engine.report.render import WIDTH, export, print_tables
 from memprobe_engine.report.tables import build_tables, parse_table_names
 
@@ -20,11 +21,16 @@ def report(
         "--csv", help="Write the frames and tables as CSV files into this folder.")] = None,
     parquet: Annotated[Optional[Path], typer.Option(
         "--parquet", help="Write the frames and tables as parquet files into this folder.")] = None,
-    tables: Annotated[str, typer.Option(
-        "--tables", help="Which tables to show and export, comma-separated (of 2,3,4,13,14).")] = "2,3,4,13,14",
+    tables: Annotated[Optional[str], typer.Option(
+        "--tables", help="Which tables to show and export, comma-separated: protocol A of 2,3,4,13,14 (default "
+                         "all); protocol B of 1,2,3,4,5,7,paired,failures,exclusions (default all).")] = None,
 ) -> None:
-    """Print Tables 2, 3, 4, 13 and 14 of a protocol-A run; optionally export them with the raw frames."""
-    names = parse_table_names(tables)
+    """Print the paper's tables of a run: Tables 2, 3, 4, 13, 14 for protocol A; Tables 1, 2, 3, 5, 7
+    (with bootstrap CIs) for a protocol-B paradigm run. Optionally export them with the raw frames."""
+    if split_by_protocol(recordings):
+        paradigm_report(recordings, csv=csv, parquet=parquet, tables=tables)
+        return
+    names = parse_table_names(tables or "2,3,4,13,14")
     console = Console(width=WIDTH, highlight=False)
     errors = Console(stderr=True, highlight=False)
     frames = load_frames(recordings)
