@@ -271,6 +271,39 @@ def test_rescore_appends_a_new_score_to_an_imported_recording(imported: ImportRe
     assert row.score.tolist() == [1.0]
 
 
+def test_rescore_of_an_imported_run_reuses_the_release_stage0_verdict(imported: ImportResult, tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue #10: re-scoring an imported run under the paper policy asks no stage-0 question: the
+    release's own verdict for that (user, dimension) is reused."""
+    from memprobe_engine.llm.client import ChatClient
+    from memprobe_engine.llm.config import LLMConfig
+    from memprobe_engine.llm.spec import parse_spec
+    from memprobe_engine.recovery.rescore import Case, gather, rescore
+    from tests.functional import recovery_oracle
+    from tests.functional.recovery_oracle import RecoveryOracle
+
+    record = tmp_path / "amem"
+    shutil.copytree(imported.recordings["amem_pooled_50"], record, ignore=shutil.ignore_patterns("writer.lock"))
+    dimension = "mathematics_skill"
+    # a low score, so attribution must go through stage 0 again
+    monkeypatch.setitem(recovery_oracle.PLAN, dimension, (0.25, False, True, "agent_elicitation_failure"))
+    cases = [Case("user_001", "amem", dimension, "dump_all"), Case("user_001", "amem", dimension, "retrieve")]
+    with open_recording(record) as reader:
+        released = gather(reader, cases[0]).stage0
+        assert reader.header.config.get("source") == "release-a"
+    assert released is not None
+    oracle = RecoveryOracle()
+    config = LLMConfig(models={"default": parse_spec("openai:scripted@http://127.0.0.1:9/v1")})
+    results = asyncio.run(rescore(record, cases, context_tokens=1_000_000, chat_factory=lambda recorder: ChatClient(
+        config, recorder, backend_factory=lambda spec: oracle)))
+    assert oracle.by_role["stage0"] == 0, "the release's stage-0 verdict must be reused, not asked again"
+    expected = "task_design_failure" if not released.can_invite else "memory_failure"
+    assert [r.attribution for r in results] == [expected, expected]
+    with open_recording(record) as reader:
+        stages = [e for e in reader.iter_events(kinds=["attribution_stage"]) if e.stage == 0][-2:]
+    assert all(e.cached and e.call_seq is None for e in stages)
+
+
 def test_cli_imports_and_prints_the_report(tmp_path: Path) -> None:
     result = CliRunner().invoke(import_app, ["release-a", str(SAMPLE), "--out", str(tmp_path / "out"),
                                              "--workers", "1"])
