@@ -70,3 +70,45 @@ async def _generate(out: Path, n: int, pool_path: Path, prefix: str, overrides: 
     for problem in problems:
         console.print(str(problem), markup=False)
     console.print(f"{n} user(s) in {out}; {len(problems)} validation problem(s); recording {writer.directory}")
+
+
+@generate_app.command("episodes")
+def episodes(
+    specs: Annotated[Path, typer.Option(help="latent_specs.json to realize (value_pairs.json beside it names the "
+                                              "fact types).")],
+    out: Annotated[Path, typer.Option(help="Suite folder to write (episodes.jsonl, latent_specs.json, "
+                                            "value_pairs.json; the recording in OUT/_generation/).")],
+    episode: Annotated[Optional[list[str]], typer.Option("--episodes", help="Episode ids to realize (repeat or "
+                                                          "comma-separate); default: every spec.")] = None,
+    model: Annotated[Optional[list[str]], typer.Option(help="ROLE=SPEC (realizer, realizer_strong).")] = None,
+    config: Annotated[Optional[Path], typer.Option(help="TOML config with [models].")] = None,
+    seed: Annotated[int, typer.Option(help="Generation seed.")] = 0,
+    attempts: Annotated[int, typer.Option(help="Attempts per session on the realizer role.")] = 3,
+    strong_attempts: Annotated[int, typer.Option(help="Further attempts on realizer_strong before a "
+                                                      "recorded exclusion.")] = 1,
+    max_tokens: Annotated[int, typer.Option(help="Token cap per generated session.")] = 150,
+    concurrency: Annotated[int, typer.Option(help="Episodes realized at once.")] = 2,
+) -> None:
+    """Realize latent specs into a paradigm suite; every call is recorded, re-running resumes."""
+    ids = [part.strip() for item in (episode or []) for part in item.split(",") if part.strip()] or None
+    asyncio.run(_episodes(specs, out, ids, list(model or []), config, seed, attempts, strong_attempts,
+                          max_tokens, concurrency))
+
+
+async def _episodes(specs: Path, out: Path, ids: list[str] | None, overrides: list[str], config: Path | None,
+                    seed: int, attempts: int, strong_attempts: int, max_tokens: int, concurrency: int) -> None:
+    from memprobe_engine.llm.cache import ResponseCache
+    from memprobe_engine.llm.config import load_llm_config
+    from memprobe_engine.paradigms.realize import RealizeSettings
+    from memprobe_engine.paradigms.realize_run import RealizeRequest, realize_suite
+
+    llm_config = load_llm_config(config, os.environ, overrides)
+    settings = RealizeSettings(seed=seed, attempts=attempts, strong_attempts=strong_attempts, max_tokens=max_tokens)
+    stamp = lambda line: console.print(f"[{dt.datetime.now():%H:%M:%S}] {line}", markup=False)  # noqa: E731
+    summary = await realize_suite(RealizeRequest(specs, out, ids, settings, concurrency), llm_config,
+                                  cache=ResponseCache(), progress=stamp)
+    s = summary.stats
+    console.print(f"{s.episodes} episode(s) written, {s.excluded_episodes} excluded, {s.skipped} already done; "
+                  f"{s.sessions} sessions, {s.calls} calls ({s.live_calls} live), {s.regenerations} regenerations, "
+                  f"{s.strong_sessions} sessions escalated to realizer_strong, {s.dropped_sessions} filler sessions "
+                  f"dropped; {summary.wall_s:.0f} s. Recording {summary.recording}", markup=False)

@@ -33,7 +33,7 @@ ENV_ROLE_PREFIX = "MEMPROBE_MODEL_"
 #: Every role the project asks a model to play; ``default`` stands in for any role not mapped.
 ROLES: tuple[str, ...] = (
     "agent", "simulator", "preference_judge", "memory_writer", "slot_filler", "recovery_judge",
-    "attribution_judge", "task_generator", "critic", "editor", "reader",
+    "attribution_judge", "task_generator", "critic", "editor", "reader", "realizer", "realizer_strong",
 )
 _ROLE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
 

@@ -1,0 +1,111 @@
+"""One run of ``memprobe generate episodes``: open (or continue) the recording, realize, summarize.
+
+The recording lives at ``OUT/_generation/``; its header holds the settings' fingerprint, so a
+resumed run with other settings is refused (it would not be the same run). On resume, every
+response in the recording is served back by request hash — each repair round included — through
+the same layer protocol-A runs use (:class:`~memprobe_engine.runner.RecordedResponses`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from memprobe_engine.errors import RecordingError
+from memprobe_engine.events.header import HEADER_FILE, new_header
+from memprobe_engine.events.reader import open_recording
+from memprobe_engine.events.recorder import Recorder
+from memprobe_engine.events.run import ErrorEvent, RunEnd, RunStart
+from memprobe_engine.events.writer import open_writer
+from memprobe_engine.llm.cache import ResponseStore
+from memprobe_engine.llm.client import BackendFactory, ChatClient
+from memprobe_engine.llm.config import LLMConfig
+from memprobe_engine.paradigms.realize import (
+    GENERATION_DIR,
+    Realizer,
+    RealizeSettings,
+    RealizeStats,
+    select_specs,
+    write_suite_files,
+)
+from memprobe_engine.paradigms.suite import FACT_TYPES_FILE, load_fact_types, load_specs
+from memprobe_engine.runner import RecordedResponses, load_resume_state
+
+
+@dataclass(frozen=True)
+class RealizeRequest:
+    specs_path: Path
+    out: Path
+    episodes: list[str] | None
+    settings: RealizeSettings
+    concurrency: int = 2
+
+
+@dataclass(frozen=True)
+class RealizeSummary:
+    stats: RealizeStats
+    wall_s: float
+    recording: Path
+    resumed: bool
+
+
+def _fingerprint(config: dict[str, Any]) -> str:
+    return hashlib.sha256(orjson.dumps(config, option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]
+
+
+async def realize_suite(request: RealizeRequest, llm_config: LLMConfig, *, cache: ResponseStore | None = None,
+                        backend_factory: BackendFactory | None = None,
+                        progress: Callable[[str], None] | None = None) -> RealizeSummary:
+    """Realize the chosen specs into ``request.out`` (resuming what an earlier run finished)."""
+    specs_all = load_specs(request.specs_path)
+    specs = select_specs(specs_all, request.episodes, request.specs_path)
+    registry = request.specs_path.parent / FACT_TYPES_FILE
+    fact_types = load_fact_types(registry) if registry.exists() else []
+    request.out.mkdir(parents=True, exist_ok=True)
+    record = request.out / GENERATION_DIR
+    config = {"suite": "generate-episodes", "settings": request.settings.config(), "models": llm_config.resolved()}
+    config["fingerprint"] = _fingerprint(config)
+    responses = {}
+    resumed = (record / HEADER_FILE).exists()
+    if resumed:
+        with open_recording(record) as reader:
+            previous = reader.header.config.get("fingerprint")
+        if previous != config["fingerprint"]:
+            raise RecordingError(f"{record} was made with other settings or models (fingerprint {previous} ≠ "
+                                 f"{config['fingerprint']}). Resume with the same flags, or pass another --out.")
+        responses = load_resume_state(record).responses
+    run_id = "generate-episodes-" + dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    writer = open_writer(record, None if resumed else new_header(run_id, "generate", config))
+    recorder = Recorder(writer)
+    recorder.emit(RunStart(run_id=writer.header.run_id, suite="generate-episodes", resumed=resumed,
+                           note=f"{len(specs)} spec(s) from {request.specs_path}"))
+    chat = ChatClient(llm_config, recorder=recorder, cache=RecordedResponses(responses, cache),
+                      backend_factory=backend_factory)
+    realizer = Realizer(chat, recorder, request.out, fact_types, request.settings, progress=progress)
+    started = time.monotonic()
+    status, reason = "failed", None
+    try:
+        with recorder.span("generate episodes", "run"):
+            stats = await realizer.run(specs, concurrency=request.concurrency)
+        status = "completed"
+    except KeyboardInterrupt:
+        status, reason = "interrupted", "Ctrl-C"
+        raise
+    except BaseException as err:
+        status = "interrupted" if type(err).__name__ == "CancelledError" else "failed"
+        reason = f"{type(err).__name__}: {chat.scrub(str(err))}"
+        recorder.emit(ErrorEvent(where="realizer", error_type=type(err).__name__, message=reason))
+        raise
+    finally:
+        await chat.aclose()
+        write_suite_files(request.out, specs_all, request.specs_path)
+        recorder.emit(RunEnd(status=status, reason=reason))  # type: ignore[arg-type]
+        writer.close()
+    return RealizeSummary(stats=stats, wall_s=time.monotonic() - started, recording=record, resumed=resumed)

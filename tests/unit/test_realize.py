@@ -1,0 +1,236 @@
+"""The realizer (`memprobe generate episodes`): plan, rules, regeneration, exclusion, resume.
+
+A scripted author plays the model: it finds which planned session a request is for and writes a
+dialogue that satisfies (or, where a test asks, breaks) that session's rules."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import orjson
+import pytest
+
+from memprobe_engine.events.reader import open_recording
+from memprobe_engine.llm.config import LLMConfig
+from memprobe_engine.llm.spec import parse_spec
+from memprobe_engine.llm.types import ChatRequest
+from memprobe_engine.paradigms.realize import RealizeSettings, parse_turns
+from memprobe_engine.paradigms.realize_plan import (
+    SessionPlan,
+    build_plan,
+    readable_fact,
+)
+from memprobe_engine.paradigms.realize_prompts import session_messages
+from memprobe_engine.paradigms.realize_rules import adopts, check_session, mentions
+from memprobe_engine.paradigms.realize_run import RealizeRequest, realize_suite
+from memprobe_engine.paradigms.suite import (
+    LatentSpec,
+    Turn,
+    load_fact_types,
+    load_specs,
+    load_suite,
+)
+from tests.doubles import ScriptedBackend
+
+ROOT = Path(__file__).resolve().parents[2]
+SPECS = ROOT / "sessions" / "paradigms" / "suite56-specs" / "latent_specs.json"
+ALL = {s.episode_id: s for s in load_specs(SPECS)}
+FACTS = load_fact_types(SPECS.parent / "value_pairs.json")
+CONFIG = LLMConfig(models={"default": parse_spec("openai:scripted@http://127.0.0.1:9/v1")})
+
+
+def good_dialogue(plan: SessionPlan, spec: LatentSpec) -> str:
+    """A dialogue that satisfies every rule of ``plan``."""
+    i, n, cur, other = spec.canonical_initial, spec.canonical_new, plan.current, plan.other
+    kind, cond = plan.kind, spec.condition
+    if kind == "encoding":
+        return f"USER: I go to {i} most days, any tips?\nASSISTANT: Sure, here are a few ideas."
+    if kind in ("weakly_related_background", "near_miss"):
+        return "USER: Can you help me plan something this week?\nASSISTANT: Of course, let's start with a list."
+    if kind == "confusable":
+        return f"USER: My colleague raves about {other} for herself.\nASSISTANT: Sounds like it suits her."
+    if kind == "decoy_nonupdate":
+        return f"USER: Someone suggested {other}, but I'm sticking with {cur}.\nASSISTANT: Makes sense."
+    if kind == "stale_reference":
+        return f"USER: The old tracker still lists {other}.\nASSISTANT: That entry looks out of date."
+    if kind == "perturbation_p1":
+        return f"USER: I'm done with {i}; it stopped working for me, so I picked a new one.\nASSISTANT: Got it."
+    if kind == "perturbation_p2":
+        return f"USER: Heading to {n} again tonight, what should I bring?\nASSISTANT: Water and a towel."
+    if spec.expected_behavior == "should_update":
+        if cond == "direct":
+            return f"USER: Quick note: it's {n} now.\nASSISTANT: Noted, {n} from now on."
+        return f"USER: Remember {i}? I switched to {n} last week.\nASSISTANT: Got it, {n} it is."
+    if cond == "assistant_noise":
+        return f"ASSISTANT: Reminder: yours is {n}.\nUSER: No, it is still {i}.\nASSISTANT: Sorry, {i} it is."
+    if cond == "stale_tool":
+        return f"TOOL: value={n}\nUSER: That output is stale; it is still {i}.\nASSISTANT: Thanks, {i} noted."
+    if cond == "direct_weak":
+        return f"USER: A rumour says {n}, but I'm keeping {i}.\nASSISTANT: Understood."
+    return f"USER: Recall it's {i}. Someone said {n}, but that's wrong; still {i}.\nASSISTANT: Understood."
+
+
+def author(specs: list[LatentSpec], bad: Callable[[SessionPlan, int], bool] = lambda plan, attempt: False,
+           fail_after: int | None = None) -> ScriptedBackend:
+    """A backend that recognises each planned session from its prompt and answers it; ``bad`` says
+    which (session, attempt) gets a rule-breaking reply; ``fail_after`` crashes after N requests."""
+    keys: dict[str, tuple[SessionPlan, LatentSpec]] = {}
+    for spec in specs:
+        fact = readable_fact(spec, FACTS)
+        for plan in build_plan(spec):
+            keys[_key(session_messages(plan, spec, fact, [])[1].content)] = (plan, spec)
+    counter = {"n": 0}
+
+    def reply(request: ChatRequest) -> str:
+        counter["n"] += 1
+        if fail_after is not None and counter["n"] > fail_after:
+            raise RuntimeError("simulated crash")
+        prompt = request.messages[-1].content
+        plan, spec = keys[_key(prompt)]
+        attempt = 1 if "Your previous attempt" in prompt else 0  # a retry shows the problems
+        if bad(plan, attempt):
+            return f"USER: I switched to {spec.canonical_new}.\nASSISTANT: ok"  # breaks most rules
+        return good_dialogue(plan, spec)
+    return ScriptedBackend(reply)
+
+
+def _key(prompt: str) -> str:
+    return prompt.split("\n\nYour previous attempt")[0].split("\n\nWrite only the dialogue")[0]
+
+
+def realize(out: Path, ids: list[str], backend: ScriptedBackend, **settings: int) -> object:
+    request = RealizeRequest(SPECS, out, ids, RealizeSettings(**settings), concurrency=2)  # type: ignore[arg-type]
+    return asyncio.run(realize_suite(request, CONFIG, backend_factory=lambda spec: backend))
+
+
+def test_plan_follows_the_filler_plan_and_split_order() -> None:
+    spec = ALL["PILOT-19B"]
+    plan = build_plan(spec)
+    kinds = [p.kind for p in plan]
+    assert kinds[:3] == ["encoding"] * 3
+    pre = spec.filler_plan.pre_perturbation
+    for kind in ("weakly_related_background", "near_miss", "confusable", "decoy_nonupdate"):
+        assert kinds[3:18].count(kind) == pre[kind]
+    p1, p2 = kinds.index("perturbation_p1"), kinds.index("perturbation_p2")
+    assert p2 - p1 - 1 == 1  # interleave_fillers: 1
+    assert [p.phase for p in plan[p2 + 1:]] == ["post_perturbation"] * spec.filler_plan.post_perturbation.total
+    # After the update the user's value is the new one: a post decoy considers going back.
+    post_decoy = next(p for p in plan[p2 + 1:] if p.kind == "decoy_nonupdate")
+    assert (post_decoy.current, post_decoy.other) == (spec.canonical_new, spec.canonical_initial)
+    assert build_plan(spec) == plan, "deterministic, so a resumed run asks the same requests"
+
+
+def test_value_rules() -> None:
+    assert mentions("Port 8080 is open.", "8080") and not mentions("port 18080", "8080")
+    assert mentions("we meet at 9:30 AM", "9:30 AM") and mentions("I love CROSSFIT central!", "CrossFit Central")
+    assert adopts("I switched to CrossFit Central last week", "CrossFit Central")
+    assert not adopts("I'm not switching to CrossFit Central", "CrossFit Central")
+    spec = ALL["PILOT-01A"]
+    decoy = next(p for p in build_plan(spec) if p.kind == "decoy_nonupdate")
+    confirms = [Turn(role="user", content="My friend said CrossFit Central is great, so I switched to "
+                     "CrossFit Central from FitLife."), Turn(role="assistant", content="Nice!")]
+    problems = check_session(decoy, confirms, spec)
+    assert any("must not switch" in p for p in problems)
+    encoding = build_plan(spec)[0]
+    leaked = [Turn(role="user", content="I go to FitLife, not Planet Fitness or CrossFit Central."),
+              Turn(role="assistant", content="ok")]
+    problems = check_session(encoding, leaked, spec)
+    assert '"CrossFit Central" must not appear in this session' in problems
+    assert '"Planet Fitness" must not appear in this session' in problems  # distractor outside near-miss
+
+
+def test_parse_turns_handles_tags_and_loops() -> None:
+    text = "Sure! Here it is:\n[USER] hi there\nmore\n**Assistant:** hello\nTOOL: port=80\nUSER: hello\nUSER: x"
+    turns = parse_turns(text)
+    assert [(t.role, t.content) for t in turns] == [("user", "hi there\nmore"), ("assistant", "hello"),
+                                                    ("tool_output", "port=80")]
+
+
+def test_realizes_loadable_episodes_end_to_end(tmp_path: Path) -> None:
+    ids = ["PILOT-01A", "PILOT-02B", "PILOT-19B", "PILOT-16A"]
+    backend = author([ALL[i] for i in ids])
+    summary = realize(tmp_path / "suite", ids, backend)
+    suite = load_suite(tmp_path / "suite")
+    assert sorted(e.episode_id for e in suite.episodes) == sorted(ids)
+    assert {s.episode_id for s in suite.specs} == set(ids) and suite.fact_types
+    split = suite.episode("PILOT-19B")
+    assert split.is_split and [s.session_type for s in split.sessions].count("perturbation_p1") == 1
+    assert len(split.sessions) == len(build_plan(ALL["PILOT-19B"]))
+    assert [s.session_idx for s in split.sessions] == list(range(len(split.sessions)))
+    noise = suite.episode("PILOT-02B")
+    pert = next(s for s in noise.sessions if s.session_type == "perturbation")
+    assert pert.dialogue[0].role == "assistant"
+    assert [p.probe_type for p in noise.probes] == [p.type for p in ALL["PILOT-02B"].probes]
+    assert noise.probes[0].gold is not None and noise.probes[0].gold.current_value == "March 28"
+    stats = summary.stats  # type: ignore[attr-defined]
+    assert stats.regenerations == 0 and stats.live_calls == len(backend.requests)
+    # Background chats are generic per domain: the ones planned in several episodes are written once.
+    assert stats.calls > stats.live_calls
+    with open_recording(tmp_path / "suite" / "_generation") as reader:
+        calls = list(reader.iter_events(kinds=["llm_call"]))
+        checks = list(reader.iter_events(kinds=["realize_check"]))
+    assert len(calls) == len(checks) == stats.calls
+    assert {c.role for c in calls} == {"realizer", "realizer_strong"}
+
+
+def test_regenerates_then_escalates_then_records_exclusions(tmp_path: Path) -> None:
+    spec = ALL["PILOT-01A"]
+    decoys = [p.index for p in build_plan(spec) if p.kind == "decoy_nonupdate"]
+    # First decoy: bad once, then fine. Second decoy: always bad -> dropped. Encoding stays fine.
+    backend = author([spec], bad=lambda plan, attempt: (plan.index == decoys[0] and attempt == 0)
+                     or plan.index == decoys[1])
+    summary = realize(tmp_path / "suite", ["PILOT-01A"], backend, attempts=2, strong_attempts=1)
+    stats = summary.stats  # type: ignore[attr-defined]
+    episode = load_suite(tmp_path / "suite").episode("PILOT-01A")
+    assert len(episode.sessions) == len(build_plan(spec)) - 1
+    assert episode.metadata["dropped_sessions"][0]["planned_index"] == decoys[1]
+    essential = sum(p.kind in ("encoding", "perturbation") for p in build_plan(spec))
+    assert stats.regenerations == 1 + 2 and stats.dropped_sessions == 1
+    assert stats.strong_sessions == essential + 1, "encodings and the perturbation start strong; one filler escalated"
+    with open_recording(tmp_path / "suite" / "_generation") as reader:
+        checks = [e for e in reader.iter_events(kinds=["realize_check"]) if e.session_idx in decoys]
+        exclusions = list(reader.iter_events(kinds=["realize_exclusion"]))
+        roles = [e.role for e in reader.iter_events(kinds=["llm_call"])]
+    assert [c.outcome for c in checks if c.session_idx == decoys[0]] == ["retry", "accepted"]
+    assert [(c.outcome, c.role) for c in checks if c.session_idx == decoys[1]] == [
+        ("retry", "realizer"), ("retry", "realizer"), ("failed", "realizer_strong")]
+    assert all("must not switch" in " ".join(c.problems) for c in checks if c.session_idx == decoys[1])
+    assert [(x.scope, x.session_idx) for x in exclusions] == [("session", decoys[1])]
+    assert roles.count("realizer_strong") == essential + 1
+
+
+def test_failed_perturbation_excludes_the_episode(tmp_path: Path) -> None:
+    backend = author([ALL["PILOT-02B"]], bad=lambda plan, attempt: plan.kind == "perturbation")
+    summary = realize(tmp_path / "suite", ["PILOT-02B"], backend, attempts=1, strong_attempts=1)
+    assert summary.stats.excluded_episodes == 1  # type: ignore[attr-defined]
+    assert not (tmp_path / "suite" / "episodes.jsonl").exists()
+    line = orjson.loads((tmp_path / "suite" / "excluded.jsonl").read_bytes().splitlines()[0])
+    assert line["episode_id"] == "PILOT-02B" and "assistant must speak first" in line["reason"]
+    again = author([ALL["PILOT-02B"]])
+    realize(tmp_path / "suite", ["PILOT-02B"], again, attempts=1, strong_attempts=1)
+    assert again.requests == [], "an excluded episode is not realized again on resume"
+
+
+def test_resume_repeats_no_finished_call(tmp_path: Path) -> None:
+    ids = ["PILOT-01A", "PILOT-19B", "PILOT-03B"]
+    specs = [ALL[i] for i in ids]
+    first = author(specs, bad=lambda plan, attempt: plan.kind == "decoy_nonupdate" and attempt == 0, fail_after=30)
+    with pytest.raises(RuntimeError, match="simulated crash"):
+        realize(tmp_path / "suite", ids, first)
+    answered = {(r.messages, r.params) for r in first.requests[:30]}
+    second = author(specs, bad=lambda plan, attempt: plan.kind == "decoy_nonupdate" and attempt == 0)
+    summary = realize(tmp_path / "suite", ids, second)
+    asked = {(r.messages, r.params) for r in second.requests}
+    assert asked and not (asked & answered), "no request answered before the crash is sent again"
+    assert summary.resumed  # type: ignore[attr-defined]
+    assert sorted(e.episode_id for e in load_suite(tmp_path / "suite").episodes) == sorted(ids)
+    third = author(specs)
+    realize(tmp_path / "suite", ids, third)
+    assert third.requests == []
+    reference = author(specs, bad=lambda plan, attempt: plan.kind == "decoy_nonupdate" and attempt == 0)
+    realize(tmp_path / "ref", ids, reference)
+    assert len(first.requests[:30]) + len(second.requests) == len(reference.requests)
+    shutil.rmtree(tmp_path / "ref")
