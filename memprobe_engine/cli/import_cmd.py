@@ -59,3 +59,32 @@ def release_a(
                   f"{result.wall_s:.1f} s · report: {result.out / REPORT_FILE}")
     if counts["error"]:
         raise typer.Exit(1)
+
+
+@import_app.command("release-b")
+def release_b(
+    path: Annotated[Path, typer.Argument(help="A checkout of the upstream protocol-B repository (data/<suite>/, "
+                                              "results/<suite>/reports/*.json).")],
+    out: Annotated[Path, typer.Option("--out", help="Where to write recordings/ and import-report.json.")]
+    = Path("imported/release-b"),
+    suite: Annotated[str, typer.Option(help="The suite folder name under data/ and results/.")] = "suite56",
+) -> None:
+    """Write one paradigm recording per report and system with every probe's prediction, re-score each with
+    our rules, and print per report `agreement: N/M probes (P%)` against the upstream match labels; the
+    disagreements and any problems (missing files or episodes, never fatal) go to OUT/import-report.json."""
+    from memprobe_engine.imports.release_b import REPORT_FILE as B_REPORT_FILE
+    from memprobe_engine.imports.release_b import import_release_b
+
+    result = import_release_b(path, out, suite=suite,
+                              progress=lambda message: console.print(f"[dim]·[/] {escape(message)}", markup=True))
+    for report in result.reports:
+        systems = ", ".join(f"{s} {a}/{c}" for s, (a, c) in report.by_system.items())
+        console.print(f"{escape(report.report)}: {report.line}  [dim]({escape(systems)})[/]", markup=True,
+                      soft_wrap=True)
+    for problem in result.problems.items:
+        colour = {"error": "red", "warning": "yellow"}.get(problem.level, "dim")
+        where = f" ({escape(problem.run)})" if problem.run else ""
+        console.print(f"[{colour}]{problem.level}[/] {escape(problem.file)}: {escape(problem.message)}{where}",
+                      markup=True, soft_wrap=True)
+    console.print(f"recordings: {escape(str(result.out / 'recordings'))}/<report>__<system> · "
+                  f"{result.wall_s:.1f} s · report: {escape(str(result.out / B_REPORT_FILE))}", markup=True)

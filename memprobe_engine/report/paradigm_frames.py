@@ -108,8 +108,8 @@ def load_paradigm_frames(recordings: Sequence[Path]) -> ParadigmFrames:
     records = [r for path, row, protocols in owner.values() for r in _rows_of(row, protocols, path)]
     unscored = sum(1 for _, row, _ in owner.values() for c in row.probes if c.current is None)
     if unscored:
-        warnings.append(f"{unscored} probe(s) were asked but have no score yet (an unfinished run); "
-                        f"they are left out. Resume the run to score them.")
+        warnings.append(f"{unscored} probe(s) have an answer but no score (an unfinished run — resume it — or "
+                        f"an imported episode whose gold the data lacks); they are left out.")
     frame = pd.DataFrame.from_records(records, columns=list(PROBE_SCHEMA)) if records else \
         pd.DataFrame(columns=list(PROBE_SCHEMA))
     frame = frame.astype(PROBE_SCHEMA)

@@ -1,0 +1,74 @@
+"""`memprobe import release-b` on a small checkout in the upstream layout (tests/fixtures/release-b)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import orjson
+from typer.testing import CliRunner
+
+from memprobe_engine.cli.import_cmd import import_app
+from memprobe_engine.events.reader import open_recording
+from memprobe_engine.imports.release_b import import_release_b
+from memprobe_engine.report.paradigm_frames import load_paradigm_frames
+
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "release-b"
+
+
+def test_cli_prints_the_agreement_line_per_report(tmp_path: Path) -> None:
+    result = CliRunner().invoke(import_app, ["release-b", str(FIXTURE), "--out", str(tmp_path / "out")])
+    assert result.exit_code == 0, result.output
+    assert "baselines_report_amem_qwen3.json: agreement: 13/14 probes (92.9%)" in result.output
+    assert "baselines_report_gpt54_v2.json: agreement: 7/7 probes (100.0%)" in result.output
+    assert "broken_report.json" in result.output and "PILOT-77X" in result.output   # named, not fatal
+
+
+def test_recordings_hold_every_prediction_rescored(tmp_path: Path) -> None:
+    result = import_release_b(FIXTURE, tmp_path / "out")
+    recordings = sorted(p.name for p in (tmp_path / "out" / "recordings").iterdir())
+    assert recordings == ["baselines_report_amem_qwen3__amem_full", "baselines_report_gpt54_v2__judge"]
+    rec = tmp_path / "out" / "recordings" / "baselines_report_amem_qwen3__amem_full"
+    with open_recording(rec) as reader:
+        assert reader.header.suite == "paradigms" and reader.damage.clean
+        answers = list(reader.iter_events(kinds=["probe_answer"]))
+        scores = list(reader.iter_events(kinds=["probe_score"]))
+    assert len(answers) == 15 and len(scores) == 14          # PILOT-77X is recorded but has no gold
+    assert all(s.system == "amem_full" and s.scorer_version for s in scores)
+    excluded = [s for s in scores if s.excluded]
+    assert [(s.episode_id, s.probe_type) for s in excluded] == [("PILOT-02B", "current_value")]
+    first = answers[0]
+    assert first.answer == {"answer": "CrossFit Central", "reason": first.answer["reason"]}  # type: ignore[index]
+    assert first.question == "What gym does the user currently go to?"   # from episodes.jsonl
+    # The report side reads the imported recording like a run's.
+    frame = load_paradigm_frames([rec]).probes
+    assert set(frame["paradigm"]) == {"interference", "misinformation"} and len(frame) == 14
+    report = orjson.loads((tmp_path / "out" / "import-report.json").read_bytes())
+    amem = report["reports"][0]
+    assert (amem["agree"], amem["compared"]) == (13, 14)
+    [disagreement] = amem["disagreements"]
+    assert (disagreement["episode_id"], disagreement["upstream"], disagreement["ours"]) == \
+        ("PILOT-16A", "correct", "incorrect")      # the named conflict value (3000) is not the gold 8443
+    assert report["problem_counts"]["error"] == 1 and result.problems.items
+
+
+def test_missing_data_and_reports_are_problems_not_crashes(tmp_path: Path) -> None:
+    checkout = tmp_path / "checkout"
+    shutil.copytree(FIXTURE / "results", checkout / "results")
+    result = import_release_b(checkout, tmp_path / "out")
+    assert any(p.file == "data/suite56" and p.level == "error" for p in result.problems.items)
+    assert all(r.compared == 0 for r in result.reports)       # nothing scorable without gold
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    result = import_release_b(empty, tmp_path / "out2")
+    assert {p.file for p in result.problems.items} == {"data/suite56", "results/suite56/reports"}
+    assert (tmp_path / "out2" / "import-report.json").exists()
+
+
+def test_reimport_replaces_recordings(tmp_path: Path) -> None:
+    import_release_b(FIXTURE, tmp_path / "out")
+    again = import_release_b(FIXTURE, tmp_path / "out")
+    assert again.reports[0].agree == 13
+    rec = tmp_path / "out" / "recordings" / "baselines_report_amem_qwen3__amem_full"
+    with open_recording(rec) as reader:
+        assert len(list(reader.iter_events(kinds=["probe_score"]))) == 14
