@@ -23,6 +23,7 @@ from memprobe_engine.events.spans import SpanTree
 #: validation of every line); ``recording verify`` always runs the full one.
 QUICK_CHECK_ABOVE = 300_000
 _REF_DEPTH = 6
+_REF_MARK = b'_ref":"sha256:'
 
 Progress = Callable[[int, int], None]
 
@@ -46,7 +47,8 @@ def check_recording(reader: RecordingReader, *, deep: bool = True, progress: Pro
             if progress is not None:
                 progress(line, total)
         try:
-            data = reader.get_dict(line)
+            raw = reader.raw(line)
+            data = reader.decode(line, raw)
             if deep:
                 reader.parse(line, data)
         except DamagedEvent:
@@ -63,8 +65,9 @@ def check_recording(reader: RecordingReader, *, deep: bool = True, progress: Pro
                 problem = spans.end(span_id)
             if problem is not None:
                 report.bad_lines[line] = f"seq {data['seq']}: {problem}"
-        for ref in _refs(data, 0):
-            refs.setdefault(ref, line)
+        if _REF_MARK in raw:  # walk the event only when its bytes hold a reference
+            for ref in _refs(data, 0):
+                refs.setdefault(ref, line)
     if not writer_alive(reader.directory):  # a live run's open spans are still being worked on
         report.unclosed_spans = spans.unclosed()
     _check_payloads(reader, refs, report)

@@ -85,7 +85,11 @@ class StoreTimeline:
                 continue
             if data.get("kind") not in MEMORY_KINDS:
                 continue
-            track = self._tracks.setdefault((data.get("user_id"), data.get("system")), _Track())
+            user_id, system = data.get("user_id"), data.get("system")
+            if not isinstance(user_id, (str, type(None))) or not isinstance(system, (str, type(None))):
+                self._unattributed_damage.append(line)  # a wrong-typed scope: whose store it is is unknown
+                continue
+            track = self._tracks.setdefault((user_id, system), _Track())
             if data["kind"] == "memory_snapshot":
                 track.snapshot_positions.append(len(track.seqs))
             track.seqs.append(int(data.get("seq", line)))

@@ -64,6 +64,12 @@ class SpanRec:
     #: Child span ids; None for a leaf (most spans are turns or stages: no list for them).
     children: list[str] | None = None
 
+    def int_attr(self, name: str, default: int) -> int:
+        """An integer attribute (task_index, turn, …), or ``default`` when absent or not an integer:
+        attrs are free-form, so a damaged or foreign recording may hold anything there."""
+        value = self.attrs.get(name, default)
+        return value if isinstance(value, int) and not isinstance(value, bool) else default
+
 
 @dataclass
 class RunIndex:

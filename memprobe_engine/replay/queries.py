@@ -116,7 +116,7 @@ def _episodes(session: ReplaySession, user_id: str, system: str) -> list[Episode
         end = ends.get(span.span_id)
         turns = index.children(span, "turn")
         out.append(EpisodeInfo(
-            span_id=span.span_id, task_index=int(span.attrs.get("task_index", len(out))),
+            span_id=span.span_id, task_index=span.int_attr("task_index", len(out)),
             dimension=str(span.attrs.get("dimension") or span.dimension or "?"),
             category=str(span.attrs.get("category", "?")), task_id=str(span.attrs.get("task_id", "?")),
             status=span.status, end_reason=end.get("end_reason") if end else None,
@@ -135,12 +135,12 @@ def _steps(session: ReplaySession, episode: SpanRec, turns: list[SpanRec]) -> li
     # The opening and closing hold the episode's own events and any non-turn spans below it.
     own = frozenset({episode.span_id}.union(*(index.descendants(c) for c in index.children(episode)
                                                 if c.span_id not in turn_ids)))
-    task_index = int(episode.attrs.get("task_index", 0))
+    task_index = episode.int_attr("task_index", 0)
     end = _last_line(session, episode)
     first_turn = turns[0].line if turns else end + 1
     steps = [StepRef(episode.span_id, "opening", task_index, 0, episode.line, first_turn - 1, own)]
     for turn in turns:
-        steps.append(StepRef(episode.span_id, "turn", task_index, int(turn.attrs.get("turn", len(steps))),
+        steps.append(StepRef(episode.span_id, "turn", task_index, turn.int_attr("turn", len(steps)),
                              turn.line, _last_line(session, turn), frozenset(index.descendants(turn))))
     if turns and turns[-1].end_line is not None and turns[-1].end_line < end:
         steps.append(StepRef(episode.span_id, "closing", task_index, -1, turns[-1].end_line + 1, end, own))
