@@ -11,7 +11,7 @@ STAMP  := $(VENV)/.memprobe-installed
 QUICK_DIMS := reply_layout,regional_geography_knowledge,low_point_episode
 QUICK_RUN  := recordings/quick-$(shell date +%Y%m%d-%H%M%S)
 QUICK_ARGS := --config sessions/quick.toml --users sim_01 --dims $(QUICK_DIMS) --systems nomem,longctx_full \
-              --max-turns 2 --agent-max-tokens 150 --simulator-max-tokens 120 --judge-max-tokens 150
+              --max-turns 3 --agent-max-tokens 150 --simulator-max-tokens 120 --judge-max-tokens 150
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) not found; install Python 3.11 or run make PYTHON=/path/to/python3.11"; exit 2; }

@@ -40,9 +40,25 @@ def report(
         errors.print("[yellow]warning:[/] these recordings hold no protocol-A outcomes (no episodes, no scores).",
                       markup=True)
     built = build_tables(frames, names)
-    print_tables(built, console)
+    print_tables(built, console, footer=_policy_footer(recordings))
     bundle = {**frames.as_dict(), **built}
     for folder, fmt in ((csv, "csv"), (parquet, "parquet")):
         if folder is not None:
             written = export(bundle, folder, formats={fmt})
             console.print(f"wrote {len(written)} {fmt} files to {folder}")
+
+
+def _policy_footer(recordings: list[Path]) -> str | None:
+    """Which exclusion policy the recordings were scored under (from their headers)."""
+    from memprobe_engine.errors import MemProbeError
+    from memprobe_engine.events.reader import open_recording
+    from memprobe_engine.recovery.policy import policy_footer, policy_of
+
+    policies = {}
+    for path in recordings:
+        try:
+            with open_recording(path) as reader:
+                policies[str(path)] = policy_of(reader.header.config)
+        except MemProbeError:
+            continue  # load_frames has already named the problem
+    return policy_footer(policies) if policies else None

@@ -81,3 +81,20 @@ def policy_of(config: dict[str, object]) -> ExclusionPolicy:
         if named == policy:
             return policy
     return "paper" if config.get("source") == "release-a" else LEGACY_POLICY
+
+
+#: One line each, for the footer under a report table (fits 100 columns).
+FOOTERS: dict[ExclusionPolicy, str] = {
+    "paper": "exclusion policy: paper (overflowed / unparseable cases scored as the release did: unknown = 0)",
+    "audit": "exclusion policy: audit (overflowed / unparseable cases excluded, counted in excl.)",
+}
+
+
+def policy_footer(policies: dict[str, ExclusionPolicy]) -> str:
+    """The line printed under every report table: which exclusion policy its numbers follow (named
+    per recording when recordings differ)."""
+    used = sorted(set(policies.values()))
+    if len(used) == 1:
+        return FOOTERS[used[0]]
+    per = "; ".join(f"{name}: {policy}" for name, policy in sorted(policies.items()))
+    return f"exclusion policies differ between recordings ({per}); see docs/protocol-a.md"

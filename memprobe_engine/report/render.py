@@ -129,11 +129,15 @@ def render(tables: Mapping[str, pd.DataFrame]) -> list[Table]:
     return [renderer(df) for name, df in tables.items() for renderer in RENDERERS.get(name, [])]
 
 
-def print_tables(tables: Mapping[str, pd.DataFrame], console: Console | None = None) -> None:
-    """Print ``tables`` to ``console`` (a 100-column console by default), with the dagger note."""
+def print_tables(tables: Mapping[str, pd.DataFrame], console: Console | None = None,
+                 footer: str | None = None) -> None:
+    """Print ``tables`` to ``console`` (a 100-column console by default), with the dagger note;
+    ``footer`` (the exclusion policy the numbers follow) is printed under every table."""
     console = console or Console(width=WIDTH, highlight=False)
     for table in render(tables):
         console.print(table)
+        if footer:
+            console.print(footer, style="dim")
         console.print()
     if any(DAGGER in str(v) for df in tables.values() for c in ("B_full_note", "note") if c in df for v in df[c]):
         console.print(NOTE)

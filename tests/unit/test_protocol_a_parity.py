@@ -258,3 +258,17 @@ def test_metric_a_leaves_excluded_episodes_out() -> None:
     base = table2(frames(["satisfied", "turn_cap", "satisfied", "satisfied"]))
     with_excluded = table2(frames(["satisfied", "turn_cap", "satisfied", "satisfied", "excluded", "excluded"]))
     assert base["A_pct"].tolist() == with_excluded["A_pct"].tolist() == [75.0]
+
+
+def test_report_prints_the_policy_under_every_table(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from memprobe_engine.cli import app
+
+    sample = Path(__file__).resolve().parents[2] / "recordings" / "sample-quick-sim_01"
+    with open_recording(sample) as reader:
+        policy = policy_of(reader.header.config)
+    result = CliRunner().invoke(app, ["report", str(sample)])
+    assert result.exit_code == 0, result.output
+    tables = result.output.count("Table ")
+    assert tables >= 5 and result.output.count(f"exclusion policy: {policy}") == tables
