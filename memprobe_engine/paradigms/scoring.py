@@ -306,10 +306,15 @@ def _score_temporal(probe: Probe, gold: Gold, parsed: dict[str, Any] | None, raw
             agent = any(w in pred for w in ("third", "someone else", "colleague", "friend"))
         else:
             agent = True
-        direction = any(w in pred for w in S.CHANGE_WORDS_LOOSE)
+        if parsed is not None and "changed" in parsed:
+            # A structured answer states the direction; its key "changed" must not count as a change word.
+            direction = _truthy(parsed.get("changed")) is True
+        else:
+            direction = any(w in pred for w in S.CHANGE_WORDS_LOOSE)
         subs = {"source_agent": float(agent), "direction": float(direction)}
         score = 1.0 if agent and direction else (0.5 if agent or direction else 0.0)
-        return _Verdict(score, f"text, no temporal gold: source_agent={agent}, direction={direction}", subs)
+        route = "structured" if parsed is not None and "changed" in parsed else "text"
+        return _Verdict(score, f"{route}, no temporal gold: source_agent={agent}, direction={direction}", subs)
     checks = {"direction": False, "trigger": False, "old_value": False}
     if parsed is not None:
         new_value = _text(parsed.get("new_value"))
