@@ -7,12 +7,15 @@ from __future__ import annotations
 
 import asyncio
 import shutil
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import orjson
 import pytest
 
+from memprobe_engine.errors import RecordingError
 from memprobe_engine.events.reader import open_recording
 from memprobe_engine.llm.config import LLMConfig
 from memprobe_engine.llm.spec import parse_spec
@@ -234,3 +237,21 @@ def test_resume_repeats_no_finished_call(tmp_path: Path) -> None:
     realize(tmp_path / "ref", ids, reference)
     assert len(first.requests[:30]) + len(second.requests) == len(reference.requests)
     shutil.rmtree(tmp_path / "ref")
+
+
+def test_resume_with_other_settings_is_refused(tmp_path: Path) -> None:
+    realize(tmp_path / "suite", ["PILOT-03B"], author([ALL["PILOT-03B"]]))
+    with pytest.raises(RecordingError, match="other settings or models"):
+        realize(tmp_path / "suite", ["PILOT-03B"], author([ALL["PILOT-03B"]]), attempts=5)
+
+
+@pytest.mark.parametrize(("args", "needle"), [
+    (["--specs", "missing/latent_specs.json"], "cannot be read"),
+    (["--specs", str(SPECS), "--episodes", "PILOT-01A,NOPE-9"], "--episodes: NOPE-9 not in"),
+])
+def test_cli_bad_input_is_one_clear_message(tmp_path: Path, args: list[str], needle: str) -> None:
+    result = subprocess.run([sys.executable, "-c", "from memprobe_engine.cli import main; main()", "generate",
+                             "episodes", *args, "--out", str(tmp_path / "out")],
+                            capture_output=True, text=True, timeout=120, cwd=ROOT, check=False)
+    assert result.returncode != 0 and needle in result.stderr + result.stdout
+    assert "Traceback" not in result.stderr
