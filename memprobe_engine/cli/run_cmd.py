@@ -69,6 +69,7 @@ def run(
     episodes: Annotated[Optional[str], typer.Option(help="paradigms: comma-separated episode ids, or all.")] = None,
     paradigms: Annotated[Optional[str], typer.Option(help="paradigms: interference, misinformation, consolidation, "
                                                      "reconsolidation (comma-separated), or all.")] = None,
+    limit: Annotated[Optional[int], typer.Option(help="paradigms: only the first N selected episodes.")] = None,
     k: Annotated[int, typer.Option(help="paradigms: memories a memory system's search returns to the reader.")] = 10,
     session_k: Annotated[int, typer.Option(help="paradigms: sessions naive_rag / time_aware_rag retrieve.")] = 5,
     reader_max_tokens: Annotated[int, typer.Option(help="paradigms: cap on the reader's answer tokens.")] = 300,
@@ -89,7 +90,7 @@ def run(
         from memprobe_engine.cli.run_paradigms import ParadigmOptions, run_paradigms_command
 
         run_paradigms_command(ParadigmOptions(
-            record=record, sessions=sessions, episodes=_csv(episodes), paradigms=_csv(paradigms),
+            record=record, sessions=sessions, episodes=_csv(episodes), paradigms=_csv(paradigms), limit=limit,
             systems=_csv(systems) or [], model=list(model or []), config=config, concurrency=concurrency,
             shard=_shard(shard), seed=seed, k=k, session_k=session_k, reader_max_tokens=reader_max_tokens,
             embeddings=embeddings or "st:minilm", no_cache=no_cache, dry_run=dry_run))

@@ -23,6 +23,7 @@ class ParadigmOptions:
     sessions: Path
     episodes: list[str] | None
     paradigms: list[str] | None
+    limit: int | None
     systems: list[str]
     model: list[str]
     config: Path | None
@@ -45,10 +46,13 @@ def run_paradigms_command(options: ParadigmOptions) -> None:
     from memprobe_engine.paradigms.runner import (
         ParadigmPlan,
         describe_plan,
+        needs_models,
         run_paradigms,
     )
     from memprobe_engine.runner import stderr_progress
 
+    if options.limit is not None and options.limit < 1:
+        raise ConfigError("--limit must be at least 1.")
     if options.k < 1 or options.session_k < 1:
         raise ConfigError("--k and --session-k must be at least 1.")
     if options.reader_max_tokens < 16:
@@ -58,15 +62,18 @@ def run_paradigms_command(options: ParadigmOptions) -> None:
         raise ConfigError("--suite paradigms needs --sessions pointing at a paradigm suite folder, e.g. "
                           "--sessions sessions/paradigms/upstream-sample.")
     plan = ParadigmPlan(sessions_dir=sessions, systems=options.systems, episodes=options.episodes,
-                        paradigms=options.paradigms, k=options.k, session_k=options.session_k,
+                        paradigms=options.paradigms, limit=options.limit, k=options.k, session_k=options.session_k,
                         reader=ReaderSettings(max_tokens=options.reader_max_tokens, seed=options.seed),
                         seed=options.seed, shard=options.shard, embedding_spec=options.embeddings)
+    llm_config = load_llm_config(options.config, os.environ, list(options.model))  # a bad config fails here
     if options.dry_run:
-        for line in describe_plan(plan):
+        for line in describe_plan(plan, options.record):
             console.print(line)
+        if needs_models(plan.systems):
+            console.print("models: " + ", ".join(f"{role} → {llm_config.spec_for(role).spec_string()}"
+                                                 for role in ("reader", "memory_writer")))
         console.print("dry run: nothing was called or written.")
         return
-    llm_config = load_llm_config(options.config, os.environ, list(options.model))
     out = asyncio.run(run_paradigms(plan, options.record, llm_config=llm_config, concurrency=options.concurrency,
                                     cache=None if options.no_cache else ResponseCache(), progress=stderr_progress))
     console.print(f"recorded to [bold]{out}[/]  (report: memprobe report {out})")

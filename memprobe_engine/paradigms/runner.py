@@ -87,6 +87,8 @@ class ParadigmPlan:
     systems: list[str]
     episodes: list[str] | None = None
     paradigms: list[str] | None = None
+    #: Only the first ``limit`` selected episodes (suite order).
+    limit: int | None = None
     k: int = DEFAULT_K
     session_k: int = DEFAULT_SESSION_K
     reader: ReaderSettings = field(default_factory=ReaderSettings)
@@ -116,7 +118,7 @@ class ParadigmPlan:
                 raise ConfigError(f"--paradigms: {', '.join(unknown)} not in {self.sessions_dir} (it holds "
                                   f"{', '.join(sorted(present))}).")
             chosen = [e for e in chosen if e.paradigm in set(self.paradigms)]
-        return chosen
+        return chosen[:self.limit] if self.limit is not None else chosen
 
     def config(self, episodes: Sequence[Episode], llm_resolved: dict[str, Any]) -> dict[str, Any]:
         return {
@@ -355,11 +357,17 @@ async def run_paradigms(plan: ParadigmPlan, record: Path, *, llm_config: Any, co
     return record
 
 
-def describe_plan(plan: ParadigmPlan) -> list[str]:
-    """What ``--dry-run`` prints: units, sessions to ingest, reader calls, roles; no model is called."""
+def describe_plan(plan: ParadigmPlan, record: Path | None = None) -> list[str]:
+    """What ``--dry-run`` prints: units, sessions to ingest, reader calls; no model is called. With
+    ``record`` holding an earlier session of the run, units it finished are left out (as resume would)."""
     check_systems(plan.systems)
     episodes = plan.select(load_suite(plan.sessions_dir))
     units = select_units(episodes, plan.systems, plan.shard)
+    total, finished = len(units), 0
+    if record is not None and (shard_record_dir(record, plan.shard) / HEADER_FILE).exists():
+        completed = load_paradigm_resume(shard_record_dir(record, plan.shard)).completed_units
+        finished = sum(1 for e, s in units if (e.episode_id, s) in completed)
+        units = [(e, s) for e, s in units if (e.episode_id, s) not in completed]
     by_kind: dict[str, int] = {}
     sessions = reader_calls = 0
     for episode, system in units:
@@ -370,11 +378,13 @@ def describe_plan(plan: ParadigmPlan) -> list[str]:
         if kind != "heuristic":
             reader_calls += len(episode.probes)
     lines = [(f"suite {plan.sessions_dir}: {len(episodes)} episode(s) × {len(plan.systems)} system(s) = "
-              f"{len(units)} unit(s) in shard {plan.shard[0]}/{plan.shard[1]}"),
-             "units by input protocol: " + ", ".join(f"{k} {n}" for k, n in sorted(by_kind.items())),
+              f"{total} unit(s) in shard {plan.shard[0]}/{plan.shard[1]}"),
+             "units to run by input protocol: " + (", ".join(f"{k} {n}" for k, n in sorted(by_kind.items())) or "none"),
              f"sessions ingested by memory systems: {sessions} (their memory_writer calls depend on the system)",
              f"reader calls (role reader, k={plan.k}, session_k={plan.session_k}): {reader_calls}",
              f"probes scored by rules: {sum(len(e.probes) for e, _ in units)}"]
+    if finished:
+        lines.insert(1, f"{finished} unit(s) already finished in {record} are skipped (resume)")
     return lines
 
 

@@ -136,6 +136,8 @@ def test_resume_repeats_no_call_and_other_settings_are_refused(tmp_path: Path,
     assert again.requests == []
     with open_recording(record) as rec:
         assert sum(1 for e in rec.iter_events(kinds=["probe_answer"])) == 12  # nothing answered twice
+    plan = ParadigmPlan(sessions_dir=SAMPLE, systems=systems, episodes=[EPISODE], k=5)
+    assert "3 unit(s) already finished" in describe_plan(plan, record)[1]
     with pytest.raises(RecordingError, match="different settings"):
         _run(tmp_path / "rec", ParadigmOracle(), systems, k=3)
 
