@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.memprobe-installed
 
-.PHONY: demo test install bench clean
+.PHONY: demo demo-paradigms test install bench clean
 
 # The quick run: one sample user, three dimensions (preference, knowledge, episodic), nomem and
 # longctx_full, both access modes, attribution, on the embedded models (sessions/quick.toml).
@@ -12,6 +12,14 @@ QUICK_DIMS := reply_layout,regional_geography_knowledge,low_point_episode
 QUICK_RUN  := recordings/quick-$(shell date +%Y%m%d-%H%M%S)
 QUICK_ARGS := --config sessions/quick.toml --users sim_01 --dims $(QUICK_DIMS) --systems nomem,longctx_full \
               --max-turns 3 --agent-max-tokens 150 --simulator-max-tokens 120 --judge-max-tokens 150
+
+# The protocol-B quick run: 2 episodes of the shipped paradigm suite (suite56-embedded once it is
+# realized, else the 2 upstream episodes) with full_context, naive_rag and amem on the embedded models
+# (sessions/quick-paradigms.toml), then the report's tables.
+PARADIGM_SUITE ?= $(if $(wildcard sessions/paradigms/suite56-embedded/episodes.jsonl),sessions/paradigms/suite56-embedded,sessions/paradigms/upstream-sample)
+PARADIGM_RUN   := recordings/paradigms-quick-$(shell date +%Y%m%d-%H%M%S)
+PARADIGM_ARGS  := --suite paradigms --sessions $(PARADIGM_SUITE) --limit 2 --systems amem,full_context,naive_rag \
+                  --config sessions/quick-paradigms.toml --concurrency 2
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) not found; install Python 3.11 or run make PYTHON=/path/to/python3.11"; exit 2; }
@@ -29,6 +37,11 @@ demo: $(STAMP)
 	$(BIN)/memprobe report $(QUICK_RUN) --csv $(QUICK_RUN)/report
 	@if [ -t 0 ] && [ -t 1 ]; then $(BIN)/memprobe replay $(QUICK_RUN); \
 	else echo "replay it in a terminal: $(BIN)/memprobe replay $(QUICK_RUN)"; fi
+
+demo-paradigms: $(STAMP)
+	$(BIN)/memprobe run --record $(PARADIGM_RUN) $(PARADIGM_ARGS)
+	$(BIN)/memprobe report $(PARADIGM_RUN) --csv $(PARADIGM_RUN)/report
+	@echo "replay it in a terminal: $(BIN)/memprobe replay $(PARADIGM_RUN)"
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
