@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated
 
@@ -17,10 +18,12 @@ console = Console(highlight=False)
 @sessions_app.command("validate")
 def validate(path: Annotated[Path, typer.Argument(help="Sessions folder, one user folder, or one file.")]
              = Path("sessions")) -> None:
-    """Report every problem, with file and field; exit 1 if any."""
+    """Report every problem, with file and field; exit 1 if any. A protocol-B suite (a folder with
+    episodes.jsonl / latent_specs.json) is checked against the paper's E.1 rules, naming file, episode, field."""
+    from memprobe_engine.paradigms.validate import is_paradigm_suite, validate_suite
     from memprobe_engine.recovery.inputs import validate_sessions
 
-    problems = validate_sessions(path)
+    problems: Sequence[object] = validate_suite(path) if is_paradigm_suite(path) else validate_sessions(path)
     for problem in problems:
         console.print(str(problem), markup=False)
     if problems:
