@@ -34,9 +34,7 @@ def users(
 async def _generate(out: Path, n: int, pool_path: Path, prefix: str, overrides: list[str], config: Path | None,
                     seed: int, retries: int) -> None:
     from memprobe_engine.events.header import new_header
-    from memprobe_engine.events.recorder import Recorder
-    from memprobe_engine.events.run import RunEnd, RunStart
-    from memprobe_engine.events.writer import open_writer
+    from memprobe_engine.lifecycle import recorded_run
     from memprobe_engine.llm.cache import ResponseCache
     from memprobe_engine.llm.client import ChatClient
     from memprobe_engine.llm.config import load_llm_config
@@ -48,24 +46,21 @@ async def _generate(out: Path, n: int, pool_path: Path, prefix: str, overrides: 
     out.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(pool_path, out / "pool.json")
     run_id = "generate-" + dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-    writer = open_writer(out / "_generation" / run_id, new_header(run_id, "generate", {
-        "n": n, "seed": seed, "retries": retries, "pool": str(pool_path), "models": llm_config.resolved()}))
-    recorder = Recorder(writer)
-    recorder.emit(RunStart(run_id=run_id, suite="generate"))
-    chat = ChatClient(llm_config, recorder=recorder, cache=ResponseCache())
+    header = new_header(run_id, "generate", {
+        "n": n, "seed": seed, "retries": retries, "pool": str(pool_path), "models": llm_config.resolved()})
     settings = GenerationSettings(bank_retries=retries, task_retries=retries, seed=seed)
-    status = "failed"
-    try:
-        for index in range(n):
-            user_id = f"{prefix}_{index + 1:03d}"
-            profile, bank, tasks = await generate_user(chat, recorder, pool, user_id, settings)
-            folder = write_user(out, user_id, profile, bank, tasks)
-            console.print(f"wrote {folder}")
-        status = "completed"
-    finally:
-        await chat.aclose()
-        recorder.emit(RunEnd(status=status))  # type: ignore[arg-type]
-        writer.close()
+    async with recorded_run(out / "_generation" / run_id, header=header, suite="generate", signals=True) as run:
+        chat = ChatClient(llm_config, recorder=run.recorder, cache=ResponseCache())
+        run.scrub = chat.scrub
+        try:
+            for index in range(n):
+                user_id = f"{prefix}_{index + 1:03d}"
+                profile, bank, tasks = await generate_user(chat, run.recorder, pool, user_id, settings)
+                folder = write_user(out, user_id, profile, bank, tasks)
+                console.print(f"wrote {folder}")
+        finally:
+            await chat.aclose()
+    writer = run.writer
     problems = validate_sessions(out)
     for problem in problems:
         console.print(str(problem), markup=False)
@@ -88,22 +83,26 @@ def episodes(
                                                       "recorded exclusion.")] = 1,
     max_tokens: Annotated[int, typer.Option(help="Token cap per generated session.")] = 150,
     concurrency: Annotated[int, typer.Option(help="Episodes realized at once.")] = 2,
+    filler_cap: Annotated[Optional[int], typer.Option(help="Scale the filler plan down: at most N fillers per "
+                                                      "type (see docs/paradigm-realizer.md).", min=1)] = None,
 ) -> None:
     """Realize latent specs into a paradigm suite; every call is recorded, re-running resumes."""
     ids = [part.strip() for item in (episode or []) for part in item.split(",") if part.strip()] or None
     asyncio.run(_episodes(specs, out, ids, list(model or []), config, seed, attempts, strong_attempts,
-                          max_tokens, concurrency))
+                          max_tokens, concurrency, filler_cap))
 
 
 async def _episodes(specs: Path, out: Path, ids: list[str] | None, overrides: list[str], config: Path | None,
-                    seed: int, attempts: int, strong_attempts: int, max_tokens: int, concurrency: int) -> None:
+                    seed: int, attempts: int, strong_attempts: int, max_tokens: int, concurrency: int,
+                    filler_cap: int | None) -> None:
     from memprobe_engine.llm.cache import ResponseCache
     from memprobe_engine.llm.config import load_llm_config
     from memprobe_engine.paradigms.realize import RealizeSettings
     from memprobe_engine.paradigms.realize_run import RealizeRequest, realize_suite
 
     llm_config = load_llm_config(config, os.environ, overrides)
-    settings = RealizeSettings(seed=seed, attempts=attempts, strong_attempts=strong_attempts, max_tokens=max_tokens)
+    settings = RealizeSettings(seed=seed, attempts=attempts, strong_attempts=strong_attempts, max_tokens=max_tokens,
+                               filler_cap=filler_cap)
     stamp = lambda line: console.print(f"[{dt.datetime.now():%H:%M:%S}] {line}", markup=False)  # noqa: E731
     summary = await realize_suite(RealizeRequest(specs, out, ids, settings, concurrency), llm_config,
                                   cache=ResponseCache(), progress=stamp)

@@ -71,10 +71,12 @@ class RealizeSettings:
     max_tokens: int = 150
     attempts: int = 3
     strong_attempts: int = 1
+    #: At most this many fillers per type (see :func:`build_plan`); None keeps the plan's counts.
+    filler_cap: int | None = None
 
     def config(self) -> dict[str, Any]:
         return {"seed": self.seed, "temperature": self.temperature, "max_tokens": self.max_tokens,
-                "attempts": self.attempts, "strong_attempts": self.strong_attempts}
+                "attempts": self.attempts, "strong_attempts": self.strong_attempts, "filler_cap": self.filler_cap}
 
 
 @dataclass(frozen=True)
@@ -189,7 +191,7 @@ class Realizer:
     async def realize_episode(self, spec: LatentSpec) -> Episode | Exclusion:
         """One episode, or its exclusion when an essential session could not be realized (recorded)."""
         fact = readable_fact(spec, self.fact_types)
-        plans = build_plan(spec, seed=self.settings.seed)
+        plans = build_plan(spec, seed=self.settings.seed, filler_cap=self.settings.filler_cap)
         sessions: list[Session] = []
         dropped: list[dict[str, Any]] = []
         with self.recorder.span(f"realize {spec.episode_id}", "episode", user_id=spec.episode_id,
@@ -215,7 +217,8 @@ class Realizer:
                                         dialogue=turns, metadata=dict(plan.metadata)))
         metadata: dict[str, Any] = {
             "total_sessions": len(sessions), "length_tier": spec.length_tier, "split_perturbation": spec.is_split,
-            "generator": "memprobe generate episodes", "models": self._models(), "seed": self.settings.seed}
+            "generator": "memprobe generate episodes", "models": self._models(), "seed": self.settings.seed,
+            "filler_cap": self.settings.filler_cap}
         if dropped:
             metadata["dropped_sessions"] = dropped
         raw = {"episode_id": spec.episode_id, "group_id": spec.group_id, "paradigm": spec.paradigm,

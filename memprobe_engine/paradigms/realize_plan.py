@@ -104,9 +104,14 @@ def readable_fact(spec: LatentSpec, fact_types: list[FactType]) -> str:
     return entry.readable if entry is not None and entry.readable else spec.fact_type.replace("_", " ")
 
 
-def build_plan(spec: LatentSpec, *, seed: int = 0) -> list[SessionPlan]:
+def build_plan(spec: LatentSpec, *, seed: int = 0, filler_cap: int | None = None) -> list[SessionPlan]:
     """The ordered sessions for ``spec``; deterministic in (seed, episode id), so a resumed run
-    sends exactly the requests the interrupted one did."""
+    sends exactly the requests the interrupted one did.
+
+    ``filler_cap`` scales the filler plan down where compute is short: at most that many
+    pre-perturbation fillers of each type, interleaving fillers and post-perturbation fillers (every
+    planned type keeps at least one session). ``None`` keeps the plan's counts."""
+    cap = (lambda n: n) if filler_cap is None else (lambda n: min(n, filler_cap))
     # Only the order of the pre-perturbation block depends on the episode (see _filler for topics).
     order = random.Random(f"{seed}:{spec.episode_id}")
     initial, new = spec.canonical_initial, spec.canonical_new
@@ -120,7 +125,7 @@ def build_plan(spec: LatentSpec, *, seed: int = 0) -> list[SessionPlan]:
     pre = spec.filler_plan.pre_perturbation
     counters: dict[str, int] = {}
     block = [_filler(kind, "filler", initial, new, spec, counters)
-             for kind in FILLER_KINDS for _ in range(int(pre.get(kind, 0) or 0))]
+             for kind in FILLER_KINDS for _ in range(cap(int(pre.get(kind, 0) or 0)))]
     order.shuffle(block)
     plans.extend(block)
     split = spec.split_perturbation
@@ -128,7 +133,7 @@ def build_plan(spec: LatentSpec, *, seed: int = 0) -> list[SessionPlan]:
         plans.append({"kind": "perturbation_p1", "phase": "perturbation", "brief": split.p1_hint,
                           "current": initial, "other": new, "metadata": {"split_role": "p1_trigger_reason"}})
         kinds = list(split.interleave_types or ["confusable", "near_miss"])
-        for kind in kinds[:split.interleave_fillers]:
+        for kind in kinds[:cap(split.interleave_fillers)]:
             plans.append(_filler(kind, "filler", initial, new, spec, counters, interleave=True))
         plans.append({"kind": "perturbation_p2", "phase": "perturbation", "brief": split.p2_hint,
                           "current": new, "other": initial, "metadata": {"split_role": "p2_new_value"}})
@@ -137,7 +142,7 @@ def build_plan(spec: LatentSpec, *, seed: int = 0) -> list[SessionPlan]:
                           "current": initial, "other": new, "metadata": {}})
     post = spec.filler_plan.post_perturbation
     post_types = list(post.types or ["weakly_related_background", "near_miss"])
-    total = post.total
+    total = cap(post.total)
     after_current, after_other = (new, initial) if update else (initial, new)
     for j in range(total):
         kind = post_types[j] if j < len(post_types) else "near_miss"

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from memprobe_engine.llm.types import ChatMessage
 from memprobe_engine.paradigms.realize_plan import UPDATE, SessionPlan
+from memprobe_engine.paradigms.realize_rules import mentions
 from memprobe_engine.paradigms.suite import LatentSpec
 
 SYSTEM = ("You write short, realistic chat sessions between a user and their AI assistant, for a benchmark "
@@ -41,7 +42,8 @@ def session_messages(plan: SessionPlan, spec: LatentSpec, fact: str, feedback: l
         lines.append("A TOOL: line may show a short, realistic command or tool result.")
     if plan.forbid and not background:
         lines.append("Do NOT mention: " + ", ".join(f'"{v}"' for v in plan.forbid) + ".")
-    avoid = [v for v in spec.distractor_values if not plan.distractors_ok and v not in plan.must]
+    avoid = [v for v in spec.distractor_values
+             if not plan.distractors_ok and v not in plan.must and not mentions(plan.brief, v)]
     if avoid and not background:
         lines.append("Also do not mention: " + ", ".join(f'"{v}"' for v in avoid) + ".")
     if feedback:

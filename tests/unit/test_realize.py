@@ -255,3 +255,25 @@ def test_cli_bad_input_is_one_clear_message(tmp_path: Path, args: list[str], nee
                             capture_output=True, text=True, timeout=120, cwd=ROOT, check=False)
     assert result.returncode != 0 and needle in result.stderr + result.stdout
     assert "Traceback" not in result.stderr
+
+
+def test_filler_cap_scales_every_filler_group_but_keeps_each_type() -> None:
+    spec = ALL["PILOT-10A"]
+    full, capped = build_plan(spec), build_plan(spec, filler_cap=1)
+    kinds = [p.kind for p in capped]
+    assert kinds.count("encoding") == spec.num_encoding_sessions  # support is the manipulation: kept
+    pre = kinds[3:kinds.index("perturbation_p1")]
+    assert sorted(pre) == sorted(k for k, n in spec.filler_plan.pre_perturbation.items() if k != "total" and n)
+    assert kinds[kinds.index("perturbation_p1") + 1:kinds.index("perturbation_p2")] == ["confusable"]
+    assert [p.phase for p in capped].count("post_perturbation") == 1
+    assert len(full) - len(capped) == (15 - 4) + (2 - 1) + (4 - 1)
+
+
+def test_a_distractor_named_by_the_mention_context_is_planned_there() -> None:
+    spec = ALL["PILOT-02A"]
+    third = build_plan(spec)[2]
+    assert "March 25" in third.brief
+    turns = [Turn(role="user", content="Can my coauthor review by March 25, before the March 28 deadline?"),
+             Turn(role="assistant", content="Yes, that leaves a buffer.")]
+    assert check_session(third, turns, spec) == []
+    assert "March 25" not in session_messages(third, spec, "the deadline", [])[1].content.split("Situation:")[0]
