@@ -70,6 +70,8 @@ def run(
     paradigms: Annotated[Optional[str], typer.Option(help="paradigms: interference, misinformation, consolidation, "
                                                      "reconsolidation (comma-separated), or all.")] = None,
     limit: Annotated[Optional[int], typer.Option(help="paradigms: only the first N selected episodes.")] = None,
+    ingest: Annotated[str, typer.Option(help="paradigms: how sessions reach memory systems: turns (one observation "
+                                        "per turn) or session (one transcript per session).")] = "turns",
     k: Annotated[int, typer.Option(help="paradigms: memories a memory system's search returns to the reader.")] = 10,
     session_k: Annotated[int, typer.Option(help="paradigms: sessions naive_rag / time_aware_rag retrieve.")] = 5,
     reader_max_tokens: Annotated[int, typer.Option(help="paradigms: cap on the reader's answer tokens.")] = 300,
@@ -91,6 +93,7 @@ def run(
 
         run_paradigms_command(ParadigmOptions(
             record=record, sessions=sessions, episodes=_csv(episodes), paradigms=_csv(paradigms), limit=limit,
+            ingest=ingest,
             systems=_csv(systems) or [], model=list(model or []), config=config, concurrency=concurrency,
             shard=_shard(shard), seed=seed, k=k, session_k=session_k, reader_max_tokens=reader_max_tokens,
             embeddings=embeddings or "st:minilm", no_cache=no_cache, dry_run=dry_run))

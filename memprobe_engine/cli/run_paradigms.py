@@ -24,6 +24,7 @@ class ParadigmOptions:
     episodes: list[str] | None
     paradigms: list[str] | None
     limit: int | None
+    ingest: str
     systems: list[str]
     model: list[str]
     config: Path | None
@@ -42,6 +43,7 @@ def run_paradigms_command(options: ParadigmOptions) -> None:
     """Resolve the flags into a plan, then print it (``--dry-run``) or run it."""
     from memprobe_engine.llm.cache import ResponseCache
     from memprobe_engine.llm.config import load_llm_config
+    from memprobe_engine.paradigms.protocol import GRANULARITIES
     from memprobe_engine.paradigms.reader import ReaderSettings
     from memprobe_engine.paradigms.runner import (
         ParadigmPlan,
@@ -51,6 +53,8 @@ def run_paradigms_command(options: ParadigmOptions) -> None:
     )
     from memprobe_engine.runner import stderr_progress
 
+    if options.ingest not in GRANULARITIES:
+        raise ConfigError(f"--ingest {options.ingest!r}: use turns or session.")
     if options.limit is not None and options.limit < 1:
         raise ConfigError("--limit must be at least 1.")
     if options.k < 1 or options.session_k < 1:
@@ -62,7 +66,8 @@ def run_paradigms_command(options: ParadigmOptions) -> None:
         raise ConfigError("--suite paradigms needs --sessions pointing at a paradigm suite folder, e.g. "
                           "--sessions sessions/paradigms/upstream-sample.")
     plan = ParadigmPlan(sessions_dir=sessions, systems=options.systems, episodes=options.episodes,
-                        paradigms=options.paradigms, limit=options.limit, k=options.k, session_k=options.session_k,
+                        paradigms=options.paradigms, limit=options.limit,
+                        ingest=options.ingest, k=options.k, session_k=options.session_k,
                         reader=ReaderSettings(max_tokens=options.reader_max_tokens, seed=options.seed),
                         seed=options.seed, shard=options.shard, embedding_spec=options.embeddings)
     llm_config = load_llm_config(options.config, os.environ, list(options.model))  # a bad config fails here

@@ -34,6 +34,7 @@ import numpy.typing as npt
 
 from memprobe_engine.events.paradigms import RetrievedItem
 from memprobe_engine.llm.embeddings import cosine_top_k
+from memprobe_engine.paradigms.protocol import session_transcript
 from memprobe_engine.paradigms.reader import Evidence
 from memprobe_engine.paradigms.suite import Episode, Session
 
@@ -41,12 +42,8 @@ INPUT_PROTOCOLS = ("full_context", "naive_rag", "time_aware_rag", "oracle_rag")
 HEURISTICS = ("latest_value", "always_update", "always_preserve", "source_preference")
 #: Session types that hold the gold evidence (everything that is not a filler).
 ORACLE_TYPES = frozenset({"encoding", "perturbation", "perturbation_p1", "perturbation_p2"})
-_SPEAKER = {"user": "User", "assistant": "Assistant", "tool_output": "Tool output"}
-
-
-def session_text(session: Session) -> str:
-    """A session's dialogue as plain lines, one per turn, with the speaker's role."""
-    return "\n".join(f"{_SPEAKER.get(turn.role, turn.role)}: {turn.content}" for turn in session.dialogue)
+#: A session as the reader sees it (the same transcript session-granularity ingestion offers a system).
+session_text = session_transcript
 
 
 def _block(session: Session, label: str) -> str:

@@ -15,6 +15,10 @@ How a session becomes observations (so systems written for protocol A run unchan
 - the session's phase and type (``encoding``, ``perturbation``, ``filler_*``) are never shown to the
   system: they are the benchmark's labels, and a system that saw them would be told where the
   change is;
+- with ``granularity="session"`` a session is instead ONE ``task`` observation holding its whole
+  transcript (``User: …`` / ``Assistant: …`` / ``Tool output: …`` lines), as the upstream harness feeds
+  A-MEM, Graphiti and Cognee; a writer that makes model calls per observation then makes them per
+  session, which is what the quick run on a small CPU uses;
 - a system's optional ``finish()`` hook runs at the end of every session, so a batch writer has
   written session ``t`` before session ``t+1`` arrives (``Ingest`` completes ``Mt``).
 
@@ -41,6 +45,10 @@ TURN_MINUTES = 2
 INLINE_LIMIT = 200
 
 ObservationKind = Literal["task", "user", "assistant", "tool_output"]
+#: How a session is offered to a system: turn by turn (default) or as one transcript.
+Granularity = Literal["turns", "session"]
+GRANULARITIES: tuple[Granularity, ...] = ("turns", "session")
+_SPEAKER = {"user": "User", "assistant": "Assistant", "tool_output": "Tool output"}
 
 
 def observation_kind(role: str, *, first_user_turn: bool) -> ObservationKind:
@@ -52,8 +60,18 @@ def observation_kind(role: str, *, first_user_turn: bool) -> ObservationKind:
     return "assistant"
 
 
-def session_observations(session: Session, clock: SimClock) -> list[Observation]:
+def session_transcript(session: Session) -> str:
+    """A session's dialogue as plain lines, one per turn, each with its speaker's role."""
+    return "\n".join(f"{_SPEAKER.get(turn.role, turn.role)}: {turn.content}" for turn in session.dialogue)
+
+
+def session_observations(session: Session, clock: SimClock,
+                         granularity: Granularity = "turns") -> list[Observation]:
     """The observations of one session in dialogue order, advancing ``clock`` per turn."""
+    if granularity == "session":
+        clock.advance(minutes=TURN_MINUTES * len(session.dialogue))
+        return [Observation(kind="task", text=session_transcript(session), task_index=session.session_idx, turn=0,
+                            timestamp=clock.iso())]
     observations: list[Observation] = []
     seen_user = False
     for position, turn in enumerate(session.dialogue):
@@ -81,13 +99,13 @@ def ingested_turns(recorder: Recorder, session: Session) -> list[IngestedTurn]:
 
 
 async def ingest_session(system: MemorySystem, session: Session, *, episode_id: str, recorder: Recorder,
-                         clock: SimClock) -> None:
+                         clock: SimClock, granularity: Granularity = "turns") -> None:
     """``Mt ← Ingest(Mt−1, st)``: one session, turn by turn, inside its own ``session`` span."""
     with recorder.span(f"session {session.session_idx}: {session.session_type}", "session",
                        episode_id=episode_id, session_idx=session.session_idx, phase=session.phase,
                        session_type=session.session_type):
         clock.advance(days=SESSION_GAP_DAYS)
-        for observation in session_observations(session, clock):
+        for observation in session_observations(session, clock, granularity):
             await system.observe(observation)
         finish = getattr(system, "finish", None)
         if finish is not None:
@@ -98,12 +116,13 @@ async def ingest_session(system: MemorySystem, session: Session, *, episode_id: 
 
 
 async def ingest_episode(system: MemorySystem, episode: Episode, *, recorder: Recorder, clock: SimClock,
-                         sessions: Sequence[Session] | None = None) -> None:
+                         sessions: Sequence[Session] | None = None, granularity: Granularity = "turns") -> None:
     """Eq. 1's first two lines: reset the store, then ingest every session in order."""
     await system.reset(episode.episode_id)
     for session in sessions if sessions is not None else ordered_sessions(episode):
-        await ingest_session(system, session, episode_id=episode.episode_id, recorder=recorder, clock=clock)
+        await ingest_session(system, session, episode_id=episode.episode_id, recorder=recorder, clock=clock,
+                             granularity=granularity)
 
 
-__all__ = ["SESSION_GAP_DAYS", "TURN_MINUTES", "ingest_episode", "ingest_session", "observation_kind",
-           "ordered_sessions", "session_observations"]
+__all__ = ["GRANULARITIES", "SESSION_GAP_DAYS", "TURN_MINUTES", "Granularity", "ingest_episode", "ingest_session",
+           "observation_kind", "ordered_sessions", "session_observations", "session_transcript"]

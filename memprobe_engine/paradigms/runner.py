@@ -52,7 +52,11 @@ from memprobe_engine.paradigms.baselines import (
     heuristic_answer,
     oracle_evidence,
 )
-from memprobe_engine.paradigms.protocol import ingest_episode, ordered_sessions
+from memprobe_engine.paradigms.protocol import (
+    Granularity,
+    ingest_episode,
+    ordered_sessions,
+)
 from memprobe_engine.paradigms.reader import (
     Evidence,
     ReaderResult,
@@ -89,6 +93,8 @@ class ParadigmPlan:
     paradigms: list[str] | None = None
     #: Only the first ``limit`` selected episodes (suite order).
     limit: int | None = None
+    #: How sessions reach memory systems: turn by turn, or one transcript per session (protocol.py).
+    ingest: Granularity = "turns"
     k: int = DEFAULT_K
     session_k: int = DEFAULT_SESSION_K
     reader: ReaderSettings = field(default_factory=ReaderSettings)
@@ -124,7 +130,7 @@ class ParadigmPlan:
         return {
             "suite": "paradigms", "sessions": str(self.sessions_dir), "episodes": [e.episode_id for e in episodes],
             "paradigms": self.paradigms, "systems": self.systems,
-            "input_protocols": {s: input_protocol_of(s) for s in self.systems}, "k": self.k,
+            "input_protocols": {s: input_protocol_of(s) for s in self.systems}, "ingest": self.ingest, "k": self.k,
             "session_k": self.session_k, "reader_max_tokens": self.reader.max_tokens,
             "temperature": self.reader.temperature, "seed": self.seed, "shard": f"{self.shard[0]}/{self.shard[1]}",
             "embeddings": self.embedding_spec, "models": llm_resolved,
@@ -196,7 +202,7 @@ async def _memory_unit(ctx: UnitServices, episode: Episode, system_name: str) ->
                               seed=unit_seed(ctx.plan.seed, episode.episode_id, system_name), chat=ctx.chat,
                               embedder=ctx.embedder)
     system = create_system(system_name, services)
-    await ingest_episode(system, episode, recorder=ctx.recorder, clock=services.clock)
+    await ingest_episode(system, episode, recorder=ctx.recorder, clock=services.clock, granularity=ctx.plan.ingest)
     record_footprint(ctx.recorder, system)
     for index, probe in enumerate(episode.probes):
         with ctx.recorder.span(f"probe {index}: {probe.probe_type}", "probe", episode_id=episode.episode_id,

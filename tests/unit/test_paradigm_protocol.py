@@ -131,3 +131,15 @@ def test_store_can_be_rebuilt_after_every_session(tmp_path: Path) -> None:
     assert sizes == sorted(sizes) and sizes[0] > 0
     tool_items = [item for item in dumps[-1][1] if item["category"] == "tool_output"]
     assert [item["content"] for item in tool_items] == ["Tool: config: region=eu-west-1"]
+
+
+def test_session_granularity_offers_one_transcript_per_session(tmp_path: Path) -> None:
+    episode = _episode()
+    system = Noting()
+    with temp_recording(tmp_path / "rec") as recorder:
+        asyncio.run(ingest_episode(system, episode, recorder=recorder, clock=SimClock(), granularity="session"))
+    observed = [c for c in system.calls if isinstance(c, Observation)]
+    assert [(o.kind, o.task_index) for o in observed] == [("task", 0), ("task", 1), ("task", 2)]
+    assert observed[1].text == ("User: Check the deploy config for me.\nTool output: config: region=eu-west-1\n"
+                                "Assistant: It deploys to eu-west-1.\nUser: Thanks.")
+    assert system.calls.count("finish") == 3
