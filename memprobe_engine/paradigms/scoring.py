@@ -32,6 +32,8 @@ from memprobe_engine.paradigms.suite import Gold, LatentSpec, Probe
 SCORER_VERSION = "b1-rules-1"
 Label = Literal["correct", "partial", "incorrect", "excluded"]
 _ERROR_PREFIXES = ("[error:",)
+_FENCE_OPEN = re.compile(r"^```(?:json)?\s*")
+_FENCE_CLOSE = re.compile(r"\s*```$")
 
 
 class _Verdict:
@@ -59,8 +61,16 @@ def parse_answer_json(text: str) -> dict[str, Any] | None:
     and a reply cut off mid-object closed the ways a truncation usually needs."""
     if not text:
         return None
-    cleaned = re.sub(r"^```(?:json)?\s*", "", text.strip())
-    cleaned = re.sub(r"\s*```$", "", cleaned)
+    cleaned = text.strip()
+    if cleaned[:1] == "{" and cleaned[-1:] == "}":  # the common case: a bare JSON object
+        try:
+            whole = orjson.loads(cleaned)
+        except orjson.JSONDecodeError:
+            whole = None
+        if isinstance(whole, dict):
+            return whole
+    if "```" in cleaned:
+        cleaned = _FENCE_CLOSE.sub("", _FENCE_OPEN.sub("", cleaned))
     start, end = cleaned.find("{"), cleaned.rfind("}")
     candidates: list[str] = []
     if start != -1 and end > start:
@@ -367,12 +377,11 @@ def score_probe(probe: Probe, answer: dict[str, Any] | str | None, *, error: str
     gold = probe.gold if probe.gold is not None else (spec.gold if spec is not None else None)
 
     def result(verdict: _Verdict | None, exclusion: str | None = None) -> ProbeScore:
-        return ProbeScore(episode_id=episode_id, probe_index=probe_index, probe_type=probe.probe_type,
-                          system=system, score=verdict.score if verdict else 0.0,
-                          subscores=verdict.subscores if verdict else {},
-                          reason=verdict.reason if verdict else (exclusion or ""),
-                          excluded=exclusion is not None, exclusion_reason=exclusion,
-                          scorer_version=SCORER_VERSION)
+        return ProbeScore(
+            episode_id=episode_id, probe_index=probe_index, probe_type=probe.probe_type, system=system,
+            score=verdict.score if verdict else 0.0, subscores=verdict.subscores if verdict else {},
+            reason=verdict.reason if verdict else (exclusion or ""), excluded=exclusion is not None,
+            exclusion_reason=exclusion, scorer_version=SCORER_VERSION)
 
     raw = answer if isinstance(answer, str) else ""
     if error is None and raw.strip().lower().startswith(_ERROR_PREFIXES):

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Literal, get_args
 
 import orjson
-from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from memprobe_engine.errors import ConfigError
 
@@ -209,16 +209,18 @@ class Probe(_Open):
     expected_behavior: ExpectedBehavior | None = None
     gold_answer: str = ""
     gold: Gold | None = None
-    #: The episode's latent spec (condition, canonical values) for the scorer; set on load, not saved.
-    _spec: LatentSpec | None = PrivateAttr(default=None)
+    #: The episode's latent spec (condition, canonical values) for the scorer; set on load, never
+    #: saved. A plain excluded field rather than a private attribute: the scorer reads it per probe,
+    #: and pydantic's private-attribute lookup costs more than the rest of a value probe's scoring.
+    episode_spec: LatentSpec | None = Field(default=None, exclude=True, repr=False)
 
     @property
     def spec(self) -> LatentSpec | None:
-        return self._spec
+        return self.episode_spec
 
     def attach_spec(self, spec: LatentSpec) -> None:
         """Give the probe its episode's spec (and the spec's gold where the probe has none)."""
-        self._spec = spec
+        self.episode_spec = spec
         if self.gold is None:
             self.gold = spec.gold
 

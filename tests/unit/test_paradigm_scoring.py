@@ -11,7 +11,11 @@ from typing import Any
 
 import pytest
 
-from memprobe_engine.paradigms.normalize import leading_number, normalize_value, value_match
+from memprobe_engine.paradigms.normalize import (
+    leading_number,
+    normalize_value,
+    value_match,
+)
 from memprobe_engine.paradigms.scoring import label, parse_answer_json, score_probe
 from memprobe_engine.paradigms.suite import LatentSpec, Probe, ProbeType, load_suite
 
@@ -197,6 +201,10 @@ def test_temporal_free_text_with_structured_gold_and_without() -> None:
     assert scored(legacy, "The user switched gyms because FitLife got crowded.") == ("correct", 1.0)
     assert scored(legacy, "It happened in January.") == ("incorrect", 0.0)
     assert scored(legacy, "Someone said there was a new gym.") == ("partial", 0.5)
+    # A structured "changed": false is no change direction, even though its key reads like a change word.
+    kept = {"changed": False, "trigger": "", "old_value": "FitLife", "reason": "The user stuck with FitLife."}
+    assert scored(legacy, kept) == ("partial", 0.5)
+    assert scored(legacy, {"changed": True, "reason": "the user switched"}) == ("correct", 1.0)
 
 
 # --- exclusions and parsing -----------------------------------------------------------------------
