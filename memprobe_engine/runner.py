@@ -27,9 +27,7 @@ from memprobe_engine.errors import ConfigError, RecordingError
 from memprobe_engine.events.header import HEADER_FILE, new_header
 from memprobe_engine.events.payloads import PayloadReader
 from memprobe_engine.events.reader import open_recording
-from memprobe_engine.events.recorder import Recorder
-from memprobe_engine.events.run import ErrorEvent, RunEnd, RunStart
-from memprobe_engine.events.writer import open_writer
+from memprobe_engine.lifecycle import recorded_run
 from memprobe_engine.llm.backends.replay import recorded_answers
 from memprobe_engine.llm.types import ChatResult, Usage
 from memprobe_engine.recovery.attribution import Stage0Cache, Stage0Verdict
@@ -136,8 +134,12 @@ ProgressHook = Callable[[str, int, int], None]
 
 async def run_recovery(plan: RecoveryPlan, record: Path, *, llm_config: Any, concurrency: int = 1,
                        cache: Any | None = None, backend_factory: Any | None = None, embedder: Any | None = None,
-                       progress: ProgressHook | None = None) -> Path:
-    """Run (or resume) a protocol-A benchmark into ``record``; returns the recording directory."""
+                       progress: ProgressHook | None = None, signals: bool = False) -> Path:
+    """Run (or resume) a protocol-A benchmark into ``record``; returns the recording directory.
+
+    The recording's lifecycle (run_start/run_end with status, leftover spans closed, lock released)
+    is :func:`memprobe_engine.lifecycle.recorded_run`'s; ``signals=True`` (the CLI) makes SIGTERM
+    end the run as ``interrupted``. Every flag is validated before the recording is created."""
     from memprobe_engine.llm.client import ChatClient
     from memprobe_engine.memory.registry import load_system_class
 
@@ -162,58 +164,55 @@ async def run_recovery(plan: RecoveryPlan, record: Path, *, llm_config: Any, con
                                  f"{config['fingerprint']}). Resume it with the same command and flags, or pass "
                                  f"another --record folder.")
         state = load_resume_state(record)
+    needs_embedder = embedder is None and any(s != "nomem" for s in plan.systems)
+    if needs_embedder:
+        from memprobe_engine.llm.embeddings import parse_embedding_spec
+
+        parse_embedding_spec(plan.embedding_spec, origin="--embeddings")  # before any recording exists
     run_id = "recovery-" + dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-    writer = open_writer(record, None if (record / HEADER_FILE).exists() else new_header(run_id, "recovery", config))
-    recorder = Recorder(writer)
-    recorder.emit(RunStart(run_id=writer.header.run_id, suite="recovery", resumed=bool(state.completed_units or
-                                                                                          state.responses)))
-    chat = ChatClient(llm_config, recorder=recorder, cache=RecordedResponses(state.responses, cache),
-                      backend_factory=backend_factory)
-    reader_spec = llm_config.spec_for("slot_filler")
-    ctx = UnitContext(chat=chat, embedder=None, recorder=recorder, pool=pool, settings=plan.settings,
-                      modes=plan.modes, reader_context_tokens=reader_spec.context_tokens or 128_000,
-                      stage0=state.stage0, scoring_concurrency=concurrency,
-                      progress=(lambda line: progress(line, done, len(units))) if progress is not None else None)
-    if embedder is None and any(s != "nomem" for s in plan.systems):
-        from memprobe_engine.llm.embeddings import Embedder
+    header = None if (record / HEADER_FILE).exists() else new_header(run_id, "recovery", config)
+    async with recorded_run(record, header=header, suite="recovery", signals=signals,
+                            resumed=bool(state.completed_units or state.responses)) as run:
+        recorder = run.recorder
+        chat = ChatClient(llm_config, recorder=recorder, cache=RecordedResponses(state.responses, cache),
+                          backend_factory=backend_factory)
+        run.scrub = getattr(chat, "scrub", None)
+        reader_spec = llm_config.spec_for("slot_filler")
+        units = [u for u in select_units(users, plan.systems, plan.shard)
+                 if (u[0].user_id, u[1]) not in state.completed_units]
+        done = 0
+        ctx = UnitContext(chat=chat, embedder=None, recorder=recorder, pool=pool, settings=plan.settings,
+                          modes=plan.modes, reader_context_tokens=reader_spec.context_tokens or 128_000,
+                          stage0=state.stage0, scoring_concurrency=concurrency,
+                          progress=(lambda line: progress(line, done, len(units))) if progress is not None else None)
+        try:
+            if needs_embedder:
+                from memprobe_engine.llm.embeddings import Embedder
 
-        embedder = Embedder.from_spec(plan.embedding_spec, recorder=recorder)
-    ctx.embedder = embedder
-    units = [u for u in select_units(users, plan.systems, plan.shard)
-             if (u[0].user_id, u[1]) not in state.completed_units]
-    status, reason = "failed", None
-    done = 0
-    gate = asyncio.Semaphore(max(1, concurrency))
+                embedder = Embedder.from_spec(plan.embedding_spec, recorder=recorder)
+            ctx.embedder = embedder
+            gate = asyncio.Semaphore(max(1, concurrency))
 
-    async def one(user: SimUser, system: str) -> None:
-        nonlocal done
-        async with gate:
-            started = time.monotonic()
-            await run_unit(ctx, user, system, plan.dimensions)
-            done += 1
-            if progress is not None:
-                progress(f"{user.user_id} × {system} done in {time.monotonic() - started:.0f} s", done, len(units))
+            async def one(user: SimUser, system: str) -> None:
+                nonlocal done
+                async with gate:
+                    started = time.monotonic()
+                    await run_unit(ctx, user, system, plan.dimensions)
+                    done += 1
+                    if progress is not None:
+                        progress(f"{user.user_id} × {system} done in {time.monotonic() - started:.0f} s", done,
+                                 len(units))
 
-    try:
-        with recorder.span("run", "run"):
-            await asyncio.gather(*(one(user, system) for user, system in units))
-        status = "completed"
-    except asyncio.CancelledError:
-        status, reason = "interrupted", "cancelled"
-        raise
-    except KeyboardInterrupt:
-        status, reason = "interrupted", "Ctrl-C"
-        raise
-    except Exception as err:
-        reason = f"{type(err).__name__}: {chat.scrub(str(err)) if hasattr(chat, 'scrub') else err}"
-        recorder.emit(ErrorEvent(where="runner", error_type=type(err).__name__, message=reason))
-        raise
-    finally:
-        await chat.aclose()
-        if embedder is not None and hasattr(embedder, "aclose"):
-            await embedder.aclose()
-        recorder.emit(RunEnd(status=status, reason=reason))  # type: ignore[arg-type]
-        writer.close()
+            with recorder.span("run", "run"):
+                # A task group: the first unit to fail cancels the others (their spans end cancelled),
+                # and the lifecycle reports that one error.
+                async with asyncio.TaskGroup() as group:
+                    for user, system in units:
+                        group.create_task(one(user, system))
+        finally:
+            await chat.aclose()
+            if embedder is not None and hasattr(embedder, "aclose"):
+                await embedder.aclose()
     return record
 
 

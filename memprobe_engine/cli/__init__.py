@@ -47,6 +47,14 @@ def main() -> None:
         console = Console(stderr=True, highlight=False, soft_wrap=True)
         console.print(f"[bold red]error:[/] {escape(str(err))}", markup=True)
         sys.exit(2)
-    except KeyboardInterrupt:
-        Console(stderr=True).print("interrupted")
-        sys.exit(130)
+    except RecursionError:
+        # A pathologically nested input (JSON, TOML) that a parser followed too deep: say so in one line.
+        Console(stderr=True, highlight=False).print(
+            "[bold red]error:[/] an input file is nested too deeply to read (thousands of levels of brackets). "
+            "Check the sessions / config files passed to this command.", markup=True)
+        sys.exit(2)
+    except KeyboardInterrupt as err:
+        signum = getattr(err, "signum", None)  # lifecycle.Interrupted: stopped by SIGTERM
+        Console(stderr=True).print(f"interrupted{f' ({err})' if signum else ''}; the recording is closed and "
+                                   f"can be resumed" if signum else "interrupted")
+        sys.exit(128 + signum if signum else 130)

@@ -57,35 +57,33 @@ async def _ask(question: str, role: str, overrides: list[str], config_file: Path
 
     from memprobe_engine.events.header import new_header
     from memprobe_engine.events.recorder import NULL_RECORDER, Recorder
-    from memprobe_engine.events.run import RunEnd, RunStart
-    from memprobe_engine.events.writer import open_writer
+    from memprobe_engine.lifecycle import recorded_run
     from memprobe_engine.llm.cache import ResponseCache
     from memprobe_engine.llm.client import ChatClient
     from memprobe_engine.llm.config import load_llm_config
     from memprobe_engine.llm.types import ChatMessage, SamplingParams
 
     llm_config = load_llm_config(config_file, os.environ, overrides)
-    writer = None
-    recorder = NULL_RECORDER
-    if record is not None:
-        run_id = "ask-" + dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-        writer = open_writer(record, new_header(run_id, "ask", {"models": llm_config.resolved()}))
-        recorder = Recorder(writer)
-        recorder.emit(RunStart(run_id=writer.header.run_id, suite="ask", resumed=writer.next_seq > 0))
-    client = ChatClient(llm_config, recorder=recorder, cache=None if no_cache else ResponseCache())
     messages = ([ChatMessage(role="system", content=system)] if system else []) + \
         [ChatMessage(role="user", content=question)]
-    status = "failed"
-    try:
-        with recorder.span("ask", "call"):
-            outcome = await client.chat(role, messages, params=SamplingParams(temperature=0.0, max_tokens=max_tokens),
-                                        json_schema=schema)
-        status = "completed"
-    finally:
-        await client.aclose()
-        if writer is not None:
-            recorder.emit(RunEnd(status=status))
-            writer.close()
+    params = SamplingParams(temperature=0.0, max_tokens=max_tokens)
+
+    async def ask_once(recorder: Recorder) -> Any:
+        client = ChatClient(llm_config, recorder=recorder, cache=None if no_cache else ResponseCache())
+        try:
+            with recorder.span("ask", "call"):
+                return await client.chat(role, messages, params=params, json_schema=schema)
+        finally:
+            await client.aclose()
+
+    if record is None:
+        outcome = await ask_once(NULL_RECORDER)
+    else:
+        run_id = "ask-" + dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+        header = new_header(run_id, "ask", {"models": llm_config.resolved()})
+        async with recorded_run(record, header=header, suite="ask", signals=True) as run:
+            run.scrub = ChatClient(llm_config, recorder=NULL_RECORDER).scrub
+            outcome = await ask_once(run.recorder)
     if outcome.excluded:
         console.print(f"[yellow]the answer did not satisfy the schema after repair:[/] {outcome.excluded}")
     console.print(outcome.text if outcome.parsed is None else orjson.dumps(

@@ -96,7 +96,7 @@ def _print_damage(damage: DamageReport, complete: int, path: Path) -> bool:
     if damage.clean:
         console.print(f"[green]intact[/]: {complete:,} complete events, no damage")
         return True
-    console.print(f"[yellow]damaged[/]: {complete:,} intact events readable; {damage.count} problem(s): "
+    console.print(f"[yellow]damaged[/]: {complete:,} complete events readable; {damage.count} problem(s): "
                   f"{escape(damage.summary())}")
     if damage.tail_bytes:
         console.print(f"  damaged tail: {damage.tail_bytes:,} bytes after the last complete line of {path} "

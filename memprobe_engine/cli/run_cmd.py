@@ -21,6 +21,15 @@ def _csv(value: Optional[str]) -> Optional[list[str]]:
     return [part.strip() for part in value.split(",") if part.strip()]
 
 
+def _system_list(value: str) -> list[str]:
+    """``--systems``: at least one name; an empty list (``--systems ,``) is an error, not nomem."""
+    names = [part.strip() for part in value.split(",") if part.strip()]
+    if not names:
+        raise ConfigError(f"--systems {value!r} names no memory system. Pass one or more comma-separated names, "
+                          f"e.g. --systems nomem,longctx_full (memprobe systems list shows them).")
+    return names
+
+
 def _shard(value: str) -> tuple[int, int]:
     try:
         index, total = (int(x) for x in value.split("/"))
@@ -121,12 +130,13 @@ def run(
         policy=check_policy(merged(policy, table.policy, DEFAULT_POLICY)))
     embeddings = merged(embeddings, table.embeddings, "st:minilm")
     plan = RecoveryPlan(sessions_dir=sessions, users=_csv(users), dimensions=_csv(dims),
-                        systems=_csv(systems) or ["nomem"], modes=mode_list, settings=settings,  # type: ignore[arg-type]
+                        systems=_system_list(systems), modes=mode_list, settings=settings,  # type: ignore[arg-type]
                         shard=_shard(shard), embedding_spec=embeddings)
     llm_config = load_llm_config(config, os.environ, list(model or []))
     if dry_run:  # the resolved protocol only: no server is started, no recording written
         print_resolved(recovery_protocol(plan, llm_config), Console(highlight=False))
         return
     out = asyncio.run(run_recovery(plan, record, llm_config=llm_config, concurrency=concurrency,
-                                   cache=None if no_cache else ResponseCache(), progress=stderr_progress))
+                                   cache=None if no_cache else ResponseCache(), progress=stderr_progress,
+                                   signals=True))
     console.print(f"recorded to [bold]{out}[/]  (report: memprobe report {out})")

@@ -11,7 +11,7 @@ import contextvars
 import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from memprobe_engine.events.base import EventBase
 from memprobe_engine.events.run import SpanBegin, SpanEnd
@@ -44,6 +44,8 @@ class Recorder:
         start = writer.next_seq if writer is not None else 0
         self._ids = itertools.count(1)
         self._prefix = f"s{start}-"
+        #: Spans begun and not yet ended, in opening order (the run lifecycle closes leftovers).
+        self._open: dict[str, SpanPosition] = {}
 
     @property
     def enabled(self) -> bool:
@@ -96,17 +98,39 @@ class Recorder:
             dimension=dimension if dimension is not None else outer.dimension)
         token = _POSITION.set(inner)
         self.emit(SpanBegin(name=name, span_kind=span_kind, attrs=attrs))
+        self._open[span_id] = inner
         try:
             yield span_id
         except BaseException as err:
             status = "cancelled" if isinstance(err, (KeyboardInterrupt, GeneratorExit)) or \
                 type(err).__name__ == "CancelledError" else "error"
-            self.emit(SpanEnd(status=status, error=f"{type(err).__name__}: {err}"[:500]))
+            if self._open.pop(span_id, None) is not None:
+                self.emit(self._end(inner, status=status, error=f"{type(err).__name__}: {err}"[:500]))
             raise
         else:
-            self.emit(SpanEnd())
+            if self._open.pop(span_id, None) is not None:
+                self.emit(self._end(inner))
         finally:
             _POSITION.reset(token)
+
+    @staticmethod
+    def _end(pos: SpanPosition, status: Literal["ok", "error", "cancelled"] = "ok",
+             error: str | None = None) -> SpanEnd:
+        # The span's own ids, spelled out: the context may point elsewhere when an inner span was
+        # never exited (its task was cancelled first), and the end must close *this* span.
+        return SpanEnd(status=status, error=error, span_id=pos.span_id, parent_span_id=pos.parent_span_id,
+                       user_id=pos.user_id, system=pos.system, dimension=pos.dimension)
+
+    def close_open_spans(self, reason: str = "the run ended before this span closed") -> int:
+        """End every span still open as ``cancelled``, innermost first; returns how many. Used by the
+        run lifecycle, so a recording never ends with open spans whatever stopped it."""
+        closed = 0
+        for span_id, pos in reversed(list(self._open.items())):
+            del self._open[span_id]
+            if self.writer is not None and not self.writer.closed:
+                self.writer.write(self._end(pos, status="cancelled", error=reason))
+                closed += 1
+        return closed
 
 
 NULL_RECORDER = Recorder(None)

@@ -296,6 +296,8 @@ def _read_json(path: Path, problems: list[Problem]) -> Any:
                                                         f"column {err.colno}: {err.msg}"))
     except (OSError, UnicodeDecodeError) as err:
         problems.append(Problem(file=str(path), message=f"cannot read file: {err}"))
+    except RecursionError:
+        problems.append(Problem(file=str(path), message="JSON nested too deeply to read (thousands of levels)"))
     return _MISSING
 
 

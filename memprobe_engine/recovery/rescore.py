@@ -17,7 +17,7 @@ from typing import Any
 from memprobe_engine.errors import RecordingError
 from memprobe_engine.events.reader import RecordingReader, open_recording
 from memprobe_engine.events.recorder import Recorder
-from memprobe_engine.events.writer import open_writer
+from memprobe_engine.lifecycle import recorded_run
 from memprobe_engine.memory.timeline import store_at
 from memprobe_engine.recovery.attribution import Stage0Cache, Stage0Verdict, attribute
 from memprobe_engine.recovery.inputs import BankEntry, PoolDimension
@@ -159,17 +159,20 @@ async def rescore(record: Path, cases: Iterable[Case], *, chat_factory: Callable
     with open_recording(record) as reader:
         materials = [gather(reader, case) for case in cases]
         chosen = policy or policy_of(reader.header.config)
-    writer = open_writer(record)
-    recorder = _ObservedRecorder(writer, on_event)
-    chat = chat_factory(recorder)
     results: list[RescoreResult] = []
-    try:
-        for material in materials:
-            results.append(await _one(chat, recorder, material, context_tokens, attribution, on_text, max_tokens,
-                                      chosen))
-    finally:
-        await chat.aclose()
-        writer.close()
+    # The shared run lifecycle: run_start/run_end around the appended events, leftover spans closed.
+    async with recorded_run(record, header=None, suite="rescore", resumed=True, cancel_strays=False,
+                            recorder_factory=lambda writer: _ObservedRecorder(writer, on_event)) as run:
+        recorder = run.recorder
+        assert isinstance(recorder, _ObservedRecorder)
+        chat = chat_factory(recorder)
+        run.scrub = getattr(chat, "scrub", None)
+        try:
+            for material in materials:
+                results.append(await _one(chat, recorder, material, context_tokens, attribution, on_text,
+                                          max_tokens, chosen))
+        finally:
+            await chat.aclose()
     return results
 
 

@@ -1,0 +1,151 @@
+"""The recorded-run lifecycle: run_end with the right status on success, failure, cancellation and
+SIGTERM; leftover spans closed; one error from a failing unit; flags validated before a recording
+exists; a SIGTERMed run resumes without repeating a request."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from memprobe_engine.cli import app
+from memprobe_engine.errors import ConfigError, LLMError
+from memprobe_engine.events.header import new_header
+from memprobe_engine.events.integrity import check_recording
+from memprobe_engine.events.reader import open_recording
+from memprobe_engine.lifecycle import recorded_run
+from memprobe_engine.llm.types import ChatRequest, ChatResult
+from memprobe_engine.runner import run_recovery
+from tests.functional.recovery_oracle import RecoveryOracle, plan_for
+from tests.functional.test_recovery_run import config, dims, plan
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _ends(record: Path) -> list[tuple[str, str | None]]:
+    with open_recording(record) as reader:
+        return [(e.status, e.reason) for e in reader.iter_events(kinds=["run_end"])]  # type: ignore[union-attr]
+
+
+def _intact(record: Path) -> bool:
+    with open_recording(record) as reader:
+        return check_recording(reader).clean
+
+
+@pytest.mark.parametrize("outcome", ["ok", "error", "cancel"])
+async def test_lifecycle_status_and_open_spans(tmp_path: Path, outcome: str) -> None:
+    record = tmp_path / "rec"
+
+    async def body() -> None:
+        async with recorded_run(record, header=new_header("r", "t", {}), suite="t") as run:
+            with run.recorder.span("outer", "run"):
+                inner = run.recorder.span("left open", "stage")
+                inner.__enter__()  # a span whose task never got to close it
+                if outcome == "error":
+                    raise LLMError("the endpoint said no")
+                if outcome == "cancel":
+                    raise asyncio.CancelledError()
+
+    if outcome == "ok":
+        await body()
+    else:
+        with pytest.raises((LLMError, asyncio.CancelledError)):
+            await body()
+    status = {"ok": "completed", "error": "failed", "cancel": "interrupted"}[outcome]
+    assert [s for s, _ in _ends(record)] == [status]
+    assert _intact(record), "a span was left open"
+    assert not (record / "writer.lock").read_text() or open_recording(record)  # lock released: reopen works
+    async with recorded_run(record, header=None, suite="t"):
+        pass
+
+
+class FailingFor(RecoveryOracle):
+    """The oracle, except that every call made for one memory system fails for good."""
+
+    def __init__(self, system: str) -> None:
+        super().__init__(delay_s=0.01)
+        self.system = system
+
+    async def complete(self, request: ChatRequest) -> ChatResult:
+        from memprobe_engine.events.recorder import _POSITION
+
+        if _POSITION.get().system == self.system:
+            raise LLMError(f"cannot reach http://127.0.0.1:9/v1 (scripted failure for {self.system})")
+        return await super().complete(request)
+
+
+def test_a_failing_unit_cancels_the_others_and_raises_one_error(tmp_path: Path) -> None:
+    chosen = dims(2)
+    plan_for(chosen)
+    with pytest.raises(LLMError, match="scripted failure"):
+        asyncio.run(run_recovery(plan(chosen, ["nomem", "examples.keyword_memory:KeywordMemory"]), tmp_path / "rec",
+                                 llm_config=config(), backend_factory=lambda spec: FailingFor("nomem"),
+                                 concurrency=2))
+    assert [s for s, _ in _ends(tmp_path / "rec")] == ["failed"]
+    assert _intact(tmp_path / "rec")
+    with open_recording(tmp_path / "rec") as reader:
+        ends = [e for e in reader.iter_events(kinds=["span_end"]) if e.system == "examples.keyword_memory:KeywordMemory"]
+    assert ends and all(e.status == "cancelled" for e in ends)  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("flags,message", [
+    (["--systems", ","], "names no memory system"),
+    (["--systems", "longctx_full", "--embeddings", "bogus:x"], "Embedding spec 'bogus:x'"),
+])
+def test_bad_flags_fail_before_a_recording_exists(tmp_path: Path, flags: list[str], message: str) -> None:
+    result = CliRunner().invoke(app, ["run", "--record", str(tmp_path / "rec"), "--users", "sim_01",
+                                      "--dims", dims(1)[0], *flags])
+    assert isinstance(result.exception, ConfigError) and message in str(result.exception)
+    assert not (tmp_path / "rec").exists()
+
+
+SIGTERM_SCRIPT = '''
+import asyncio, sys
+from pathlib import Path
+from tests.functional.recovery_oracle import RecoveryOracle, plan_for
+from tests.functional.test_recovery_run import plan, config
+from memprobe_engine.runner import run_recovery
+record, dims, delay = Path(sys.argv[1]), sys.argv[2].split(","), float(sys.argv[3])
+plan_for(dims)
+oracle = RecoveryOracle(delay_s=delay)
+try:
+    asyncio.run(run_recovery(plan(dims, ["nomem", "examples.keyword_memory:KeywordMemory"]), record,
+                             llm_config=config(), backend_factory=lambda spec: oracle, concurrency=2, signals=True))
+except KeyboardInterrupt as err:
+    sys.exit(128 + getattr(err, "signum", 2))
+'''
+
+
+def test_sigterm_ends_the_run_interrupted_and_the_rerun_repeats_no_request(tmp_path: Path) -> None:
+    chosen = dims(3)
+    script = tmp_path / "run.py"
+    script.write_text(SIGTERM_SCRIPT)
+    record = tmp_path / "rec"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen([sys.executable, str(script), str(record), ",".join(chosen), "0.05"], env=env)
+    deadline = time.time() + 90
+    while time.time() < deadline:
+        events = record / "events.jsonl"
+        if events.exists() and events.read_bytes().count(b'"kind":"llm_call"') >= 20:
+            break
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=60) == 128 + signal.SIGTERM
+    assert _ends(record) == [("interrupted", "SIGTERM")]
+    assert _intact(record), "SIGTERM left an open span or damage"
+
+    subprocess.run([sys.executable, str(script), str(record), ",".join(chosen), "0"], env=env, check=True)
+    assert [s for s, _ in _ends(record)] == ["interrupted", "completed"]
+    with open_recording(record) as reader:
+        live = Counter(e.request_hash for e in reader.iter_events(kinds=["llm_call"])  # type: ignore[union-attr]
+                       if not e.cache_hit)  # type: ignore[union-attr]
+    assert live and max(live.values()) == 1, "the resumed run repeated a request"
+    assert _intact(record)
