@@ -49,6 +49,8 @@ def _work(args: tuple[int, int, int]) -> tuple[Counter[str], Counter[str], Count
         outcomes[out.kind] += 1
         families[f"{notes[0].split(':')[0]}/{out.kind}"] += 1
         times.append(out.seconds)
+        if (i + 1) % 2000 == 0:
+            print(f"worker {worker}: {i + 1:,}/{count:,} {dict(outcomes)}", file=sys.stderr, flush=True)
         if out.kind in ("foreign", "timeout"):
             key = out.detail or out.kind
             if not foreign[key]:

@@ -51,13 +51,13 @@ def make_bases(workdir: Path) -> list[Base]:
     from tests.synthetic import generic_users, write_synthetic_run
 
     v2 = workdir / "base-v2"
-    write_synthetic_run(v2, generic_users(1, 2), ["amem"], turns=(1, 2), seed=3)
+    write_synthetic_run(v2, generic_users(1, 2), ["amem"], turns=(1, 1), seed=3)
     bases = [_load("v2", v2)]
     for name, path in (("v1", FIXTURES / "tui" / "run"), ("v0", FIXTURES / "recording-v0")):
         bases.append(_load(name, path))
-    # The schema-1 fixture's first unit only (150 lines): each input costs time linear in its size.
+    # The schema-1 fixture's first 100 lines: each input costs time linear in its size.
     v1 = bases[1]
-    bases[1] = Base("v1", v1.header, b"".join(v1.events.splitlines(keepends=True)[:150]), v1.payloads)
+    bases[1] = Base("v1", v1.header, b"".join(v1.events.splitlines(keepends=True)[:100]), v1.payloads)
     return bases
 
 
