@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import ClassVar, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 from textual.app import App
 from textual.binding import Binding, BindingType
@@ -15,18 +15,26 @@ from textual.screen import Screen
 from textual.widgets import HelpPanel
 
 from memprobe_engine.replay import ReplaySession, RescoreFunction, resolve_rescore
+from memprobe_engine.replay.paradigm_queries import is_paradigm_recording
 from memprobe_tui.commands import ReplayCommands
 from memprobe_tui.keymap import DEFAULT_KEYMAP, load_keymap, unknown_ids
 from memprobe_tui.screens.base import ReplayScreen
 from memprobe_tui.screens.browser import BrowserScreen
 from memprobe_tui.screens.dimension import DimensionScreen
+from memprobe_tui.screens.episode_stepper import EpisodeScreen
 from memprobe_tui.screens.llm_call import LLMCallScreen
 from memprobe_tui.screens.memory import MemoryScreen
 from memprobe_tui.screens.overview import OverviewScreen
+from memprobe_tui.screens.paradigm_overview import ParadigmOverviewScreen
+from memprobe_tui.screens.probe_inspector import ProbeScreen
 from memprobe_tui.screens.transcript import TranscriptScreen
+
+if TYPE_CHECKING:
+    from memprobe_engine.replay.paradigm_rerun import ProbeRerunHook  # loads the reader: only for the type
 
 SCREENS: tuple[type[Screen[None]], ...] = (ReplayScreen, BrowserScreen, OverviewScreen, TranscriptScreen,
                                            MemoryScreen, DimensionScreen, LLMCallScreen)
+SCREENS += (ParadigmOverviewScreen, EpisodeScreen, ProbeScreen)  # protocol B: paradigm recordings
 
 
 class MemProbeApp(App[None]):
@@ -41,7 +49,8 @@ class MemProbeApp(App[None]):
 
     def __init__(self, *, session: ReplaySession | None = None, folder: Path | None = None,
                  rescore: RescoreFunction | None | Literal["auto"] = "auto",
-                 keymap_path: Path | None = DEFAULT_KEYMAP, no_color: bool = False) -> None:
+                 keymap_path: Path | None = DEFAULT_KEYMAP, no_color: bool = False,
+                 probe_rerun: ProbeRerunHook | None = None) -> None:
         # Textual turns monochrome when NO_COLOR is set while the app is built; set it just for that,
         # so --no-color does not leak into the rest of the process.
         previous = os.environ.get("NO_COLOR")
@@ -56,6 +65,8 @@ class MemProbeApp(App[None]):
         self.folder = folder or Path("recordings")
         self.rescore: RescoreFunction | None = resolve_rescore() if rescore == "auto" else rescore
         self.keymap_path = keymap_path
+        #: The protocol-B probe re-run; None: the probe inspector builds the default on first use.
+        self.probe_rerun = probe_rerun
 
     def on_mount(self) -> None:
         keymap, problem = load_keymap(self.keymap_path)
@@ -73,7 +84,10 @@ class MemProbeApp(App[None]):
 
     # -- routing (the Navigator protocol) ------------------------------------------------------
     def open_overview(self, session: ReplaySession) -> None:
-        self.push_screen(OverviewScreen(session))
+        if is_paradigm_recording(session):  # protocol B: the episode list, not the users × systems board
+            self.push_screen(ParadigmOverviewScreen(session))
+        else:
+            self.push_screen(OverviewScreen(session))
 
     def open_transcript(self, session: ReplaySession, user_id: str, system: str,
                         at: tuple[int, int] | None = None) -> None:

@@ -23,8 +23,8 @@ def _fail(err: MemProbeError) -> None:
     raise typer.Exit(2)
 
 
-MODEL_HELP = ("ROLE=SPEC for live re-runs (slot_filler, recovery_judge, attribution_judge; repeatable); "
-              "default: MEMPROBE_MODEL… or the embedded model.")
+MODEL_HELP = ("ROLE=SPEC for live re-runs (slot_filler, recovery_judge, attribution_judge; reader for a paradigm "
+              "recording's probes; repeatable); default: MEMPROBE_MODEL… or the embedded model.")
 
 
 def replay(recording: Annotated[Path, typer.Argument(help="A recording folder (holds header.json and events.jsonl).")],
@@ -32,13 +32,15 @@ def replay(recording: Annotated[Path, typer.Argument(help="A recording folder (h
            model: Annotated[Optional[list[str]], typer.Option(help=MODEL_HELP)] = None,
            config: Annotated[Optional[Path], typer.Option(help="TOML config with [models] for re-runs.")] = None,
            ) -> None:
-    """Replay one recording: run overview, transcripts, memory time travel, dimension inspector."""
+    """Replay one recording: run overview, transcripts, memory time travel, dimension inspector; for a
+    paradigm (protocol-B) recording: episode list, session stepper, probe inspector with live re-run."""
     import functools
     import os
 
     from memprobe_engine.llm.config import load_llm_config
     from memprobe_engine.recovery.rescore import rescore_dimension
     from memprobe_engine.replay import ReplaySession
+    from memprobe_engine.replay.paradigm_queries import is_paradigm_recording
     from memprobe_tui.app import MemProbeApp
 
     try:
@@ -47,8 +49,13 @@ def replay(recording: Annotated[Path, typer.Argument(help="A recording folder (h
     except MemProbeError as err:
         _fail(err)
         return
+    probe_rerun = None
+    if is_paradigm_recording(session):
+        from memprobe_engine.replay.paradigm_rerun import default_hook
+
+        probe_rerun = default_hook(llm_config)
     try:
-        MemProbeApp(session=session, no_color=no_color,
+        MemProbeApp(session=session, no_color=no_color, probe_rerun=probe_rerun,
                     rescore=functools.partial(rescore_dimension, llm_config=llm_config)).run()
     finally:
         session.close()

@@ -76,10 +76,10 @@ def test_an_execution_error_is_excluded_from_the_accuracy_and_counted(session: R
     rows = episode_rows(session, "full_context")
     decoy = next(r for r in rows if r.episode_id == "PILOT-01B")
     assert decoy.probes[3].value is None and decoy.probes[3].current is not None
-    assert decoy.accuracy == pytest.approx((0.0 + 0.75 + 0.0) / 3)
+    assert decoy.accuracy == pytest.approx((0.0 + 1.0 + 0.0) / 3)
     accuracy, scored, excluded = system_accuracy(rows)
     assert (scored, excluded) == (7, 1)
-    assert accuracy == pytest.approx((1 + 1 + 1 + 0.5 + 0 + 0.75 + 0) / 7)
+    assert accuracy == pytest.approx((1 + 1 + 1 + 0.5 + 0 + 1 + 0) / 7)
 
 
 def test_store_growth_follows_the_amem_store_session_by_session(session: ReplaySession) -> None:

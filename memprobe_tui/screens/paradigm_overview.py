@@ -1,0 +1,198 @@
+"""Paradigm run overview: the episodes of one system — paradigm, condition, expected behaviour, split,
+the score of every probe and the episode's accuracy — with ``s`` switching systems; live progress.
+
+The first screen of a protocol-B recording. Like the protocol-A overview it owns the recording's
+session work: it starts the index pass (a thread worker reporting progress) and, while the run has no
+run_end, a follow timer that picks up appended events and tells the screen on top to redraw.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import ClassVar
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.timer import Timer
+from textual.widgets import ProgressBar
+from textual.worker import get_current_worker
+
+from memprobe_engine.replay import ReplaySession
+from memprobe_engine.replay.paradigm_queries import (
+    EpisodeRow,
+    episode_rows,
+    paradigm_systems,
+    system_accuracy,
+)
+from memprobe_tui.messages import IndexProgress, Loaded, RecordingGrew
+from memprobe_tui.render_paradigm import fmt_score
+from memprobe_tui.screens.base import ReplayScreen
+from memprobe_tui.screens.episode_stepper import EpisodeScreen
+from memprobe_tui.screens.probe_inspector import ProbeScreen
+from memprobe_tui.widgets.episode_table import EpisodeTable
+
+FOLLOW_EVERY_S = 1.0
+
+
+class ParadigmOverviewScreen(ReplayScreen):
+    """Rows: the episodes of the current system in run order."""
+
+    HELP = """\
+The episodes of one memory system in a **protocol-B (paradigm)** run. `s` shows the next system.
+
+- **acc**: the episode's accuracy, the mean of its scored probes (execution errors left out).
+- **P1…**: each probe's score, by type: `cur` current value, `prev` previous value, `chg` change
+  detection, `src` source, `cfl` conflict, `tmp` temporal. Partial credit shows as `.5`, `.75`;
+  `excl` is an execution error (excluded from denominators); `…` not scored yet; `*` re-scored
+  (the latest score is shown, the inspector has both).
+- **expected**: whether the memory should *update* to the new value or *preserve* the old one.
+- **split**: the perturbation came in two parts (trigger, then the accepted value).
+
+Enter steps through the episode's sessions; `p` opens its first probe in the probe inspector.
+"""
+
+    DEFAULT_CSS = """
+    ParadigmOverviewScreen ProgressBar { height: 1; padding: 0 1; }
+    ParadigmOverviewScreen ProgressBar.done { display: none; }
+    ParadigmOverviewScreen EpisodeTable { height: 1fr; }
+    """
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("enter", "episode", "Sessions", priority=True, id="paradigm.episode"),
+        Binding("p", "probe", "Probes", id="paradigm.probe"),
+        Binding("s", "switch_system", "System", id="paradigm.system"),
+        Binding("j", "cursor(1)", "Down", show=False, id="paradigm.down"),
+        Binding("k", "cursor(-1)", "Up", show=False, id="paradigm.up"),
+    ]
+
+    def __init__(self, session: ReplaySession, system: str | None = None) -> None:
+        super().__init__(session)
+        self.session: ReplaySession = session
+        self.system = system
+        self.systems: list[str] = []
+        self.rows: list[EpisodeRow] = []
+        self._follow_timer: Timer | None = None
+
+    def compose(self) -> ComposeResult:
+        yield from self.compose_top()
+        yield ProgressBar(total=max(1, len(self.session)), show_eta=False, id="index-progress")
+        yield EpisodeTable(id="episodes")
+        yield from self.compose_bottom()
+
+    def on_mount(self) -> None:
+        self.set_title(f"indexing… · {len(self.session):,} events · {self.session.header.run_id} (paradigms)")
+        self.show_damage()
+        self.query_one(EpisodeTable).focus()
+        self.call_after_refresh(self._index)  # the first frame before the heavy pass
+
+    def on_unmount(self) -> None:
+        # A recording opened from the browser is this screen's to close (off the UI thread: closing
+        # waits for running passes); the one `memprobe replay` opened is closed by the command.
+        if getattr(self.app, "session", None) is not self.session:
+            self.workers.cancel_node(self)
+            threading.Thread(target=self.session.close, name="close recording", daemon=True).start()
+
+    # -- workers -------------------------------------------------------------------------------
+    @work(thread=True, exclusive=True, group="index", exit_on_error=False, name="index pass")
+    def _index(self) -> None:
+        worker = get_current_worker()
+        last = [0.0]
+
+        def progress(done: int, total: int) -> None:
+            now = time.monotonic()
+            if now - last[0] > 0.1:
+                last[0] = now
+                self.post_message(IndexProgress(done, total))
+
+        self.session.build_index(progress, lambda: worker.is_cancelled)
+        self._post_rows()
+
+    def _post_rows(self) -> None:
+        systems = paradigm_systems(self.session)
+        system = self.system if self.system in systems else (systems[0] if systems else None)
+        rows = episode_rows(self.session, system) if system is not None else []
+        self.post_message(Loaded("paradigm overview", (systems, system, rows)))
+
+    @work(thread=True, exclusive=True, group="board", exit_on_error=False, name="episode list")
+    def _recompute(self) -> None:
+        self._post_rows()
+
+    @work(thread=True, exclusive=True, group="follow", exit_on_error=False, name="follow")
+    def _follow(self) -> None:
+        added = self.session.follow()
+        if added:
+            self._post_rows()
+            self.post_message(RecordingGrew(added))
+
+    def _poll(self) -> None:
+        if self.session.live:
+            if not any(w.group == "follow" and w.is_running for w in self.workers):
+                self._follow()
+        elif self._follow_timer is not None:
+            self._follow_timer.stop()
+
+    def reload(self) -> None:
+        super().reload()
+        if self.session.indexed:
+            self._recompute()
+
+    # -- message handlers ----------------------------------------------------------------------
+    def on_index_progress(self, message: IndexProgress) -> None:
+        self.query_one(ProgressBar).update(total=max(1, message.total), progress=message.done)
+
+    @on(Loaded)
+    def _loaded(self, message: Loaded) -> None:
+        self.systems, self.system, self.rows = message.data
+        self.query_one(ProgressBar).add_class("done")
+        self.query_one(EpisodeTable).show(self.rows)
+        accuracy, scored, excluded = system_accuracy(self.rows)
+        header = self.session.header
+        if self.session.live:
+            state = "live" if self.session.writer_alive() else "no run_end (interrupted?)"
+            if self._follow_timer is None:
+                self._follow_timer = self.set_interval(FOLLOW_EVERY_S, self._poll)
+        else:
+            state = self.session.index.run_status or "?"
+        which = f"{self.system} ({self.systems.index(self.system) + 1}/{len(self.systems)})" if self.system else \
+            "no episodes recorded yet"
+        excl = f", {excluded} excl" if excluded else ""
+        self.set_title(f"{which} · acc {fmt_score(accuracy)} over {scored} probes{excl} · {len(self.rows)} episodes"
+                       f" · {state} · {header.run_id}")
+        self.seen_version = self.session.version
+        self.show_damage()
+
+    def on_recording_grew(self, message: RecordingGrew) -> None:
+        self.show_damage()
+        top = self.app.screen
+        if top is not self and isinstance(top, ReplayScreen) and top.session is self.session:
+            top.post_message(RecordingGrew(message.added))
+
+    # -- actions -------------------------------------------------------------------------------
+    def action_cursor(self, delta: int) -> None:
+        table = self.query_one(EpisodeTable)
+        table.move_cursor(row=max(0, table.cursor_row + delta))
+
+    def action_switch_system(self) -> None:
+        if len(self.systems) > 1 and self.system in self.systems:
+            self.system = self.systems[(self.systems.index(self.system) + 1) % len(self.systems)]
+            self._recompute()
+
+    def _selected(self) -> EpisodeRow | None:
+        episode_id = self.query_one(EpisodeTable).selected()
+        return next((r for r in self.rows if r.episode_id == episode_id), None)
+
+    def action_episode(self) -> None:
+        row = self._selected()
+        if row is not None:
+            self.app.push_screen(EpisodeScreen(self.session, row.episode_id, row.system))
+
+    def action_probe(self) -> None:
+        row = self._selected()
+        if row is None:
+            return
+        if not row.probes:
+            self.notify(f"{row.episode_id} has no probe recorded under {row.system} yet.")
+            return
+        self.app.push_screen(ProbeScreen(self.session, row.episode_id, row.system, row.probes[0].probe_index))
