@@ -80,15 +80,21 @@ class EpisodeCounts:
 
 
 def episode_counts(frame: pd.DataFrame, where: Callable[[pd.DataFrame], pd.Series] | None = None) -> EpisodeCounts:
-    rows = scored(frame)
-    if where is not None:
-        rows = rows[where(rows)]
+    """Correct and scored probes per (system, episode) — of the rows ``where`` selects — on the axes
+    of the whole frame (every system and episode appears, with zeros where nothing counts)."""
     episodes = sorted(frame["episode_id"].unique().tolist())
     systems = list(dict.fromkeys(frame["system"].tolist()))
-    grouped = rows.assign(correct=correct_mask(rows).astype(int)).groupby(["system", "episode_id"])["correct"]
-    c = grouped.sum().unstack(fill_value=0).reindex(index=systems, columns=episodes, fill_value=0)
-    n = grouped.count().unstack(fill_value=0).reindex(index=systems, columns=episodes, fill_value=0)
-    return EpisodeCounts(episodes, systems, c.to_numpy(dtype=np.int64), n.to_numpy(dtype=np.int64))
+    sys_code = pd.Categorical(frame["system"], categories=systems).codes.astype(np.int64)
+    ep_code = pd.Categorical(frame["episode_id"], categories=episodes).codes.astype(np.int64)
+    keep = (~frame["excluded"].astype(bool) & frame["score"].notna()).to_numpy(dtype=bool, copy=True)
+    if where is not None:
+        keep &= where(frame).fillna(False).to_numpy(dtype=bool)
+    cell = (sys_code * len(episodes) + ep_code)[keep]
+    size = len(systems) * len(episodes)
+    good = (frame["score"].to_numpy(dtype=float, na_value=0.0) >= 1.0)[keep]
+    total = np.bincount(cell, minlength=size).reshape(len(systems), len(episodes))
+    correct = np.bincount(cell, weights=good, minlength=size).astype(np.int64).reshape(len(systems), len(episodes))
+    return EpisodeCounts(episodes, systems, correct, total.astype(np.int64))
 
 
 def draws(n_episodes: int, n_resamples: int = N_RESAMPLES, seed: int = SEED) -> np.ndarray:
@@ -122,34 +128,75 @@ def bootstrap_ci(counts: EpisodeCounts, weights: np.ndarray | None = None) -> di
     return out
 
 
-def paired_bootstrap(counts: EpisodeCounts, weights: np.ndarray | None = None) -> pd.DataFrame:
-    """Every ordered pair of systems (a before b): observed difference, its 95 % CI and p."""
-    columns = ["system_a", "system_b", "diff", "ci_low", "ci_high", "p"]
+def _is(column: str, value: object) -> Callable[[pd.DataFrame], pd.Series]:
+    return lambda f: f[column] == value
+
+
+def _observed(counts: EpisodeCounts) -> np.ndarray:
+    totals = counts.total.sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(totals > 0, counts.correct.sum(axis=1) / np.maximum(totals, 1), np.nan)
+
+
+def _harmonic_array(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(a + b > 0, 2 * a * b / np.where(a + b > 0, a + b, 1), 0.0)
+
+
+#: Metrics the paired bootstrap compares (upstream analysis/paired_bootstrap_ci.json covers the same
+#: families): name -> which scored probes count. sp_balance and delta_split are derived per draw.
+PAIRED_METRICS: dict[str, Callable[[pd.DataFrame], pd.Series]] = {
+    "overall": lambda f: pd.Series(True, index=f.index),
+    "plasticity": lambda f: f["expected_behavior"] == "should_update",
+    "stability": lambda f: f["expected_behavior"] == "should_preserve",
+    "historical": lambda f: f["probe_type"] == "previous_value",
+    "temporal": lambda f: f["probe_type"] == "temporal",
+    "split": lambda f: f["split"].fillna(False).astype(bool),
+    "non_split": lambda f: ~f["split"].fillna(False).astype(bool),
+    **{f"probe:{kind}": _is("probe_type", kind) for kind in PROBE_ORDER},
+}
+
+
+def paired_bootstrap(counts: EpisodeCounts, weights: np.ndarray | None = None, *,
+                     frame: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Every pair of systems (in recording order, a before b): the observed difference a − b, its
+    95 % CI over the shared episode draws and the two-sided p. With ``frame``, every metric of
+    :data:`PAIRED_METRICS` plus SP-Balance and Δsplit; without, overall accuracy from ``counts``."""
+    columns = ["metric", "system_a", "system_b", "diff", "ci_low", "ci_high", "p"]
     if len(counts.systems) < 2 or not counts.episodes:
         return pd.DataFrame(columns=columns)
     weights = draws(len(counts.episodes)) if weights is None else weights
-    acc = resampled_accuracy(counts, weights)
-    totals = counts.total.sum(axis=1)
-    observed = np.where(totals > 0, counts.correct.sum(axis=1) / np.maximum(totals, 1), np.nan)
-    rows = []
-    for i, a in enumerate(counts.systems):
-        for j in range(i + 1, len(counts.systems)):
-            diff = acc[i] - acc[j]
-            diff = diff[~np.isnan(diff)]
-            if not diff.size:
+    per_metric: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # name -> (observed, resampled)
+    if frame is None:
+        per_metric["overall"] = (_observed(counts), resampled_accuracy(counts, weights))
+    else:
+        for name, where in PAIRED_METRICS.items():
+            sub = episode_counts(frame, where)
+            if sub.total.sum() == 0:
                 continue
-            p = min(1.0, 2 * min(float(np.mean(diff <= 0)), float(np.mean(diff >= 0))))
-            rows.append({"system_a": a, "system_b": counts.systems[j], "diff": float(observed[i] - observed[j]),
-                         "ci_low": float(np.percentile(diff, 2.5)), "ci_high": float(np.percentile(diff, 97.5)),
-                         "p": p})
+            per_metric[name] = (_observed(sub), resampled_accuracy(sub, weights))
+        if "plasticity" in per_metric and "stability" in per_metric:
+            (po, pr), (so, sr) = per_metric["plasticity"], per_metric["stability"]
+            per_metric["sp_balance"] = (_harmonic_array(po, so), _harmonic_array(pr, sr))
+        if "split" in per_metric and "non_split" in per_metric:
+            (o1, r1), (o2, r2) = per_metric["split"], per_metric["non_split"]
+            per_metric["delta_split"] = (o1 - o2, r1 - r2)
+    rows = []
+    for name, (observed, acc) in per_metric.items():
+        for i, a in enumerate(counts.systems):
+            for j in range(i + 1, len(counts.systems)):
+                diff = acc[i] - acc[j]
+                diff = diff[~np.isnan(diff)]
+                if not diff.size or np.isnan(observed[i] - observed[j]):
+                    continue
+                p = min(1.0, 2 * min(float(np.mean(diff <= 0)), float(np.mean(diff >= 0))))
+                rows.append({"metric": name, "system_a": a, "system_b": counts.systems[j],
+                             "diff": float(observed[i] - observed[j]), "ci_low": float(np.percentile(diff, 2.5)),
+                             "ci_high": float(np.percentile(diff, 97.5)), "p": p})
     return pd.DataFrame(rows, columns=columns)
 
 
 # --- per-system metric families -------------------------------------------------------------------
-
-def _is(column: str, value: object) -> Callable[[pd.DataFrame], pd.Series]:
-    return lambda f: f[column] == value
-
 
 def system_metrics(frame: pd.DataFrame) -> pd.DataFrame:
     """One row per system: every headline metric of Tables 1, 2, 5 and 7 (fractions, not percent)."""

@@ -69,7 +69,7 @@ def build_paradigm_tables(probes: pd.DataFrame, names: Iterable[str] = TABLE_NAM
         out["table7"] = t7.merge(gap, on="system", how="left")[
             ["system", "delta_fc", "rag_norm", "non_split", "split", "split_cv", "split_cd", "delta_split"]]
     if "paired" in wanted:
-        out["paired_bootstrap"] = M.paired_bootstrap(counts, weights)
+        out["paired_bootstrap"] = M.paired_bootstrap(counts, weights, frame=probes)
     if "failures" in wanted:
         out["failures"] = M.failures(probes) if len(probes) else pd.DataFrame(columns=["system"])
     if "exclusions" in wanted:
@@ -157,9 +157,9 @@ def _render(name: str, df: pd.DataFrame) -> Table | None:
                       pct(r.split_cv), pct(r.split_cd), pct(r.delta_split, signed=True))
         return t
     if name == "paired_bootstrap":
-        t = _table("Paired bootstrap (same episode draws): accuracy difference A − B, pp",
-                   ["System A", "System B", "Δ", "95% CI", "p"])
-        for r in df.itertuples(index=False):
+        t = _table("Paired bootstrap of overall accuracy (same episode draws): A − B, pp; every metric in "
+                   "paired_bootstrap.csv", ["System A", "System B", "Δ", "95% CI", "p"])
+        for r in df[df["metric"] == "overall"].itertuples(index=False):
             t.add_row(str(r.system_a), str(r.system_b), pct(r.diff, signed=True),
                       f"[{pct(r.ci_low, True)}, {pct(r.ci_high, True)}]", f"{float(r.p):.3f}")
         return t

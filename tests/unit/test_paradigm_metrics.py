@@ -109,6 +109,13 @@ def test_paired_bootstrap_between_systems(recording: Path) -> None:
     assert paired["diff"] == pytest.approx(9 / 13 - 1 / 14)
     # Full context is ahead on every episode, so every resample favours it: p = 0.
     assert paired.p == 0.0 and paired.ci_low > 0
+    every = M.paired_bootstrap(M.episode_counts(probes), frame=probes).set_index("metric")
+    assert {"overall", "plasticity", "stability", "sp_balance", "historical", "delta_split",
+            "probe:current_value"} <= set(every.index)
+    assert every.loc["overall", "diff"] == pytest.approx(paired["diff"])
+    assert every.loc["plasticity", "diff"] == pytest.approx(5 / 6 - 1 / 7)
+    fc_sp = 2 * (5 / 6) * (4 / 7) / (5 / 6 + 4 / 7)
+    assert every.loc["sp_balance", "diff"] == pytest.approx(fc_sp - 0.0)
 
 
 def test_latest_rescore_counts(tmp_path: Path) -> None:
