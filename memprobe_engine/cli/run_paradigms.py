@@ -12,7 +12,7 @@ from rich.console import Console
 
 from memprobe_engine.errors import ConfigError
 
-console = Console(highlight=False, stderr=True)
+console = Console(highlight=False, stderr=True, soft_wrap=True)
 
 
 @dataclass(frozen=True)
