@@ -28,8 +28,20 @@ from memprobe_engine.events.recorder import Recorder
 from memprobe_engine.events.run import Metric, RunEnd, RunStart
 from memprobe_engine.events.writer import open_writer
 from memprobe_engine.imports.problems import ProblemLog, count_levels, write_report
-from memprobe_engine.paradigms.scoring import SCORER_VERSION, label, parse_answer_json, score_probe
-from memprobe_engine.paradigms.suite import PROBE_TYPES, Episode, LatentSpec, Probe, load_episodes, load_specs
+from memprobe_engine.paradigms.scoring import (
+    SCORER_VERSION,
+    label,
+    parse_answer_json,
+    score_probe,
+)
+from memprobe_engine.paradigms.suite import (
+    PROBE_TYPES,
+    Episode,
+    LatentSpec,
+    Probe,
+    load_episodes,
+    load_specs,
+)
 
 REPORT_FILE = "import-report.json"
 #: Top-level report keys that are not systems (upstream compute_metrics skips the same).

@@ -113,9 +113,8 @@ def value_match(gold: str, predicted: str) -> Match:
     if pred_n and pred_n in gold_n and leading_number(pred_n):
         return Match(True, f"numeric answer {pred_n!r} is the gold {gold_n!r}")
     gold_number = leading_number(gold_l) or leading_number(gold_n)
-    if gold_number:
-        if _has_number(gold_number, pred_n) or _has_number(gold_number, pred_l):
-            return Match(True, f"number {gold_number} present")
+    if gold_number and (_has_number(gold_number, pred_n) or _has_number(gold_number, pred_l)):
+        return Match(True, f"number {gold_number} present")
     pred_number = leading_number(pred_l)
     if pred_number and _has_number(pred_number, gold_l):
         return Match(True, f"answer's number {pred_number} is in the gold")

@@ -39,7 +39,7 @@ _FENCE_CLOSE = re.compile(r"\s*```$")
 class _Verdict:
     """What one rule found; turned into a :class:`ProbeScore` by :func:`score_probe`."""
 
-    __slots__ = ("score", "subscores", "reason")
+    __slots__ = ("reason", "score", "subscores")
 
     def __init__(self, score: float, reason: str, subscores: dict[str, float] | None = None) -> None:
         self.score = score

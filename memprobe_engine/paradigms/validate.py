@@ -22,8 +22,16 @@ import orjson
 from memprobe_engine.errors import ConfigError
 from memprobe_engine.paradigms.normalize import value_match
 from memprobe_engine.paradigms.scoring import gold_source_class
-from memprobe_engine.paradigms.suite import (EPISODES_FILE, FACT_TYPES_FILE, SPECS_FILE, Episode, LatentSpec,
-                                             load_fact_types, load_specs, parse_episode)
+from memprobe_engine.paradigms.suite import (
+    EPISODES_FILE,
+    FACT_TYPES_FILE,
+    SPECS_FILE,
+    Episode,
+    LatentSpec,
+    load_fact_types,
+    load_specs,
+    parse_episode,
+)
 
 PHASES = frozenset({"encoding", "filler", "perturbation", "post_perturbation"})
 AFTER_PERTURBATION = frozenset({"filler", "post_perturbation", "perturbation"})

@@ -16,7 +16,11 @@ from typing import Any
 
 import pandas as pd
 
-from memprobe_engine.replay.paradigm_queries import EpisodeRow, episode_rows, is_paradigm_recording
+from memprobe_engine.replay.paradigm_queries import (
+    EpisodeRow,
+    episode_rows,
+    is_paradigm_recording,
+)
 from memprobe_engine.replay.session import ReplaySession
 
 #: Sub-scores that become their own columns (conflict's four parts and temporal's checks).

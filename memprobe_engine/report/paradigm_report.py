@@ -8,9 +8,16 @@ from pathlib import Path
 from rich.console import Console
 
 from memprobe_engine.errors import ConfigError
-from memprobe_engine.report.paradigm_frames import load_paradigm_frames, recording_is_paradigm
-from memprobe_engine.report.paradigm_tables import (DEFAULT_TABLES, build_paradigm_tables, parse_paradigm_tables,
-                                                    print_paradigm_tables)
+from memprobe_engine.report.paradigm_frames import (
+    load_paradigm_frames,
+    recording_is_paradigm,
+)
+from memprobe_engine.report.paradigm_tables import (
+    DEFAULT_TABLES,
+    build_paradigm_tables,
+    parse_paradigm_tables,
+    print_paradigm_tables,
+)
 from memprobe_engine.report.render import WIDTH, export
 
 

@@ -9,8 +9,14 @@ import orjson
 import pytest
 
 from memprobe_engine.errors import ConfigError
-from memprobe_engine.paradigms.suite import (PARADIGMS, PROBE_TYPES, SplitPlan, dump_episode, load_episodes,
-                                             load_suite)
+from memprobe_engine.paradigms.suite import (
+    PARADIGMS,
+    PROBE_TYPES,
+    SplitPlan,
+    dump_episode,
+    load_episodes,
+    load_suite,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "sessions" / "paradigms" / "upstream-sample"
