@@ -4,6 +4,9 @@ Each repetition ingests the two upstream-sample episodes (21 sessions, 90 turns 
 recording on disk through :func:`memprobe_engine.paradigms.protocol.ingest_episode`, and reports the
 median wall time per session over the repetitions:
 
+Wall time counts waiting for a busy CPU; the process's CPU time beside it is the cost itself (the
+two agree on an idle machine).
+
 - ``nomem`` stores nothing, so its time is the protocol's own overhead: observations, the session
   span, the ``session_ingest`` event with its turns (long ones to the payload file). Target ≤ 1 ms.
 - ``longctx_full`` adds one recorded ``memory_op`` (with its JSON Patch) per turn.
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import statistics
 import sys
 import tempfile
@@ -43,8 +47,8 @@ from tests.functional.test_paradigm_run import ParadigmOracle
 SYSTEMS = ("nomem", "longctx_full", "amem")
 
 
-async def one_repeat(system_name: str, episodes: list[Episode], directory: Path) -> tuple[float, int]:
-    """Seconds spent ingesting every session of ``episodes`` once, and the number of sessions."""
+async def one_repeat(system_name: str, episodes: list[Episode], directory: Path) -> tuple[float, float, int]:
+    """Wall and CPU seconds spent ingesting every session of ``episodes`` once, and the number of sessions."""
     writer = open_writer(directory, new_header("bench", "paradigms", {}))
     recorder = Recorder(writer)
     oracle = ParadigmOracle()
@@ -52,7 +56,7 @@ async def one_repeat(system_name: str, episodes: list[Episode], directory: Path)
                       recorder=recorder, backend_factory=lambda spec: oracle)
     embedder: Any = BagOfWordsEmbedder(hashed=True)
     sessions = 0
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     try:
         for episode in episodes:
             services = MemoryServices(recorder=recorder, clock=SimClock(), chat=chat, embedder=embedder)
@@ -61,11 +65,11 @@ async def one_repeat(system_name: str, episodes: list[Episode], directory: Path)
                                episode_id=episode.episode_id):
                 await ingest_episode(system, episode, recorder=recorder, clock=services.clock)
             sessions += len(episode.sessions)
-        elapsed = time.perf_counter() - started
+        elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu_started
     finally:
         await chat.aclose()
         writer.close()
-    return elapsed, sessions
+    return elapsed, cpu, sessions
 
 
 def main() -> None:
@@ -74,18 +78,23 @@ def main() -> None:
     args = parser.parse_args()
     episodes = load_suite(ROOT / "sessions" / "paradigms" / "upstream-sample").episodes
     turns = sum(len(s.dialogue) for e in episodes for s in e.sessions)
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    print(f"load average {load:.1f} on {os.cpu_count()} CPUs")
     print(f"ingestion overhead: {len(episodes)} episodes, {sum(len(e.sessions) for e in episodes)} sessions, "
           f"{turns} turns per repeat; {args.repeats} repeats, zero-latency models, recorded to disk")
     for name in SYSTEMS:
-        per_session: list[float] = []
+        wall: list[float] = []
+        cpu: list[float] = []
         with tempfile.TemporaryDirectory() as tmp:
             for i in range(args.repeats):
-                elapsed, sessions = asyncio.run(one_repeat(name, episodes, Path(tmp) / f"r{i}"))
-                per_session.append(elapsed / sessions * 1000)
-        target = "  (target ≤ 1 ms: " + ("met" if statistics.median(per_session) <= 1.0 else "NOT met") + ")" \
-            if name == "nomem" else ""
-        print(f"  {name:<13} median {statistics.median(per_session):7.3f} ms/session   "
-              f"min {min(per_session):7.3f}   max {max(per_session):7.3f}{target}")
+                elapsed, used, sessions = asyncio.run(one_repeat(name, episodes, Path(tmp) / f"r{i}"))
+                wall.append(elapsed / sessions * 1000)
+                cpu.append(used / sessions * 1000)
+        verdict = ("  target ≤ 1 ms: " + ("met" if statistics.median(wall) <= 1.0 else "not met") + " on wall time, "
+                   + ("met" if statistics.median(cpu) <= 1.0 else "not met") + " on CPU time")
+        target = verdict if name == "nomem" else ""
+        print(f"  {name:<13} wall median {statistics.median(wall):7.3f} ms/session (min {min(wall):.3f})   "
+              f"CPU median {statistics.median(cpu):7.3f} ms/session{target}")
 
 
 if __name__ == "__main__":
