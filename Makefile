@@ -50,6 +50,7 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python bench/recording.py
 	$(BIN)/python bench/engine.py
+	$(BIN)/python bench/paradigm_ingest.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache
