@@ -8,10 +8,12 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 sessions_app = typer.Typer(help="Benchmark inputs: validate pools, users, banks and tasks.", no_args_is_help=True)
-systems_app = typer.Typer(help="Memory systems: built-ins and installed plug-ins.", no_args_is_help=True)
+systems_app = typer.Typer(help="Memory systems: built-ins, library adapters and installed plug-ins.",
+                          no_args_is_help=True)
 console = Console(highlight=False)
 
 
@@ -34,10 +36,14 @@ def validate(path: Annotated[Path, typer.Argument(help="Sessions folder, one use
 
 @systems_app.command("list")
 def list_systems() -> None:
-    """Built-in memory systems and plug-ins installed under the memprobe.memory_systems entry point."""
+    """Every memory system: built-ins, adapters over third-party libraries (with the installed
+    library's version, or why one cannot run here) and plug-ins of the memprobe.memory_systems group."""
     from memprobe_engine.memory.registry import list_systems as registry_list
 
-    table = Table("system", "description", "origin")
-    for name, description, origin in registry_list():
-        table.add_row(name, description, origin)
+    table = Table("system", "kind", "version", "description")
+    for row in registry_list():
+        text = escape(row.description) if row.kind != "plug-in" else f"{escape(row.description)} [dim]({escape(row.origin)})[/]"
+        if row.unavailable is not None:
+            text = f"[yellow]unavailable: {escape(row.unavailable)}[/]\n{text}"
+        table.add_row(escape(row.name), row.kind, row.version or "-", text)
     console.print(table)

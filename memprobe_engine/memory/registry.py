@@ -31,6 +31,12 @@ BUILTIN_SYSTEMS: dict[str, str] = {
     "amem": "memprobe_engine.memory.amem:AMem",
     "mem0": "memprobe_engine.memory.mem0:Mem0",
     "memt": "memprobe_engine.memory.memt:MemT",
+    "memoryos": "memprobe_engine.memory.memoryos:MemoryOS",
+}
+
+#: Adapters over third-party libraries (optional extras): name -> ``module:Class``.
+ADAPTER_SYSTEMS: dict[str, str] = {
+    "mem0ai": "memprobe_engine.memory.adapters.mem0ai:Mem0AI",
 }
 
 _ASYNC_METHODS = {
@@ -45,11 +51,18 @@ _SYNC_METHODS = {
 
 
 class SystemInfo(NamedTuple):
-    """One row of :func:`list_systems`: how to name the system, what it does, where it comes from."""
+    """One row of :func:`list_systems`: how to name the system, what it does, where it comes from.
+
+    ``kind`` is ``built-in``, ``adapter`` (a third-party library behind an optional extra) or
+    ``plug-in``; ``version`` the library's or plug-in's installed version; ``unavailable`` says why
+    the system cannot run here (None when it can)."""
 
     name: str
     description: str
     origin: str
+    kind: str = "built-in"
+    version: str | None = None
+    unavailable: str | None = None
 
 
 class SystemUnavailable(ConfigError):
@@ -60,6 +73,8 @@ def load_system_class(name_or_path: str) -> type[MemorySystem]:
     """The class for a built-in name, a ``package.module:ClassName`` path or a plug-in's name."""
     if name_or_path in BUILTIN_SYSTEMS:
         return _import_builtin(name_or_path)
+    if name_or_path in ADAPTER_SYSTEMS:
+        return _import_adapter(name_or_path)
     if ":" in name_or_path:
         return validate_system_class(_import_path(name_or_path), name_or_path)
     plugins = _entry_points()
@@ -67,7 +82,7 @@ def load_system_class(name_or_path: str) -> type[MemorySystem]:
         return validate_system_class(_load_entry_point(plugins[name_or_path]), name_or_path)
     hint = (f" Did you mean '{name_or_path.rsplit('.', 1)[0]}:{name_or_path.rsplit('.', 1)[1]}'? "
             f"Separate the module from the class with a colon.") if "." in name_or_path else ""
-    known = ", ".join(sorted(BUILTIN_SYSTEMS) + sorted(set(plugins) - set(BUILTIN_SYSTEMS)))
+    known = ", ".join(sorted(BUILTIN_SYSTEMS) + sorted(ADAPTER_SYSTEMS) + sorted(set(plugins) - set(BUILTIN_SYSTEMS)))
     raise ConfigError(f"unknown memory system '{name_or_path}'.{hint} Known systems: {known}. Pass one of "
                       f"these, an import path such as 'mypkg.memory:MyMemory', or install a plug-in that "
                       f"registers an entry point in the group '{ENTRY_POINT_GROUP}' (see {DOCS}).")
@@ -88,19 +103,65 @@ def list_systems() -> list[SystemInfo]:
         except SystemUnavailable:
             continue
         rows.append(SystemInfo(name, cls.description, "built-in"))
+    for name in ADAPTER_SYSTEMS:
+        rows.append(_adapter_row(name))
     for name, entry in sorted(_entry_points().items()):
         dist = entry.dist
         origin = f"plug-in {entry.value}" + (f" ({dist.name} {dist.version})" if dist is not None else "")
         if name in BUILTIN_SYSTEMS:
             rows.append(SystemInfo(entry.value, f"plug-in named '{name}', shadowed by the built-in of that "
-                                                f"name; select it by this import path", origin))
+                                                f"name; select it by this import path", origin, "plug-in",
+                                   dist.version if dist is not None else None))
             continue
+        unavailable = None
         try:
             description = validate_system_class(_load_entry_point(entry), name).description
         except ConfigError as err:
             description = f"cannot be loaded: {err}"
-        rows.append(SystemInfo(name, description, origin))
+            unavailable = str(err)
+        rows.append(SystemInfo(name, description, origin, "plug-in", dist.version if dist is not None else None,
+                               unavailable))
     return rows
+
+
+def _adapter_module(name: str) -> tuple[str, str]:
+    module_name, _, class_name = ADAPTER_SYSTEMS[name].partition(":")
+    return module_name, class_name
+
+
+def _adapter_row(name: str) -> SystemInfo:
+    """An adapter's row without importing its library: the adapter module names the distribution."""
+    module_name, class_name = _adapter_module(name)
+    try:
+        cls = getattr(importlib.import_module(module_name), class_name)
+    except ModuleNotFoundError:
+        return SystemInfo(name, "(adapter not shipped in this version)", "adapter", "adapter", None,
+                          "this version of MemProbe does not ship the adapter")
+    version = _installed_version(cls.distribution)
+    reason = None if version is not None else cls.unavailable_reason()
+    return SystemInfo(name, cls.description, f"adapter over {cls.distribution}", "adapter", version, reason)
+
+
+def _installed_version(distribution: str) -> str | None:
+    try:
+        return metadata.version(distribution)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def _import_adapter(name: str) -> type[MemorySystem]:
+    """The adapter class; a ConfigError saying which extra to install when its library is missing."""
+    module_name, class_name = _adapter_module(name)
+    try:
+        cls = getattr(importlib.import_module(module_name), class_name)
+    except ModuleNotFoundError as err:
+        if _is_module_or_parent(err.name, module_name):
+            raise SystemUnavailable(f"system '{name}' is not available in this version of MemProbe.") from None
+        raise
+    if _installed_version(cls.distribution) is None:
+        raise ConfigError(f"system '{name}' runs the {cls.distribution} library, which is not installed: "
+                          f"{cls.unavailable_reason()}")
+    return validate_system_class(cls, name)
 
 
 def validate_system_class(obj: Any, origin: str) -> type[MemorySystem]:
