@@ -194,7 +194,9 @@ def memory_lines(detail: ProbeDetail) -> Lines:
         score = "" if item.score is None else f"{item.score:.3f} "
         lines.append(Text(f"  {item.id} {score}{one_line(item.text, 150)}", style="magenta"))
     if not items:
-        what = "the whole episode (no retrieval)" if protocol == "full_context" else "nothing retrieved"
+        what = {"full_context": "the whole episode (no retrieval)", "oracle_rag": "the gold evidence sessions",
+                "heuristic": "none: a heuristic answers by rule, without a reader or a memory"}.get(
+                    protocol, "nothing retrieved")
         lines.append(Text(f"  {what}", style="dim"))
     if detail.call_seq is not None:
         lines.append(Text(f"reader LLM call #{detail.call_seq} · c opens it", style="dim"))

@@ -28,7 +28,7 @@ from memprobe_engine.events.paradigms import ProbeAnswer, ProbeScore
 from memprobe_engine.events.reader import DamagedEvent, RecordingReader, open_recording
 from memprobe_engine.events.recorder import Recorder
 from memprobe_engine.events.run import SpanBegin
-from memprobe_engine.events.writer import open_writer
+from memprobe_engine.lifecycle import recorded_run
 from memprobe_engine.llm.config import LLMConfig, load_llm_config
 from memprobe_engine.llm.spec import parse_spec
 from memprobe_engine.llm.types import ChatMessage, SamplingParams
@@ -160,6 +160,32 @@ def gather_probe(reader: RecordingReader, request: ProbeRerunRequest) -> RerunMa
                          original_score_seq=score_seq, messages=messages, params=params)
 
 
+async def _reread(chat: Any, recorder: Recorder, request: ProbeRerunRequest, material: RerunMaterial,
+                  sink: ProbeRerunSink) -> ProbeScore:
+    """Inside the rescore span: the streamed reader call, its answer and its score, appended."""
+    original = material.original_answer
+    stream = chat.stream(READER_ROLE, material.messages, params=material.params,
+                         schema=answer_model(material.probe.probe_type))
+    async for piece in stream:
+        sink.text(piece)
+    outcome = stream.outcome
+    if outcome is None or outcome.parsed is None:
+        answer, error = None, f"reader reply unusable: {outcome.excluded if outcome else 'no reply'}"
+    else:
+        answer, error = outcome.parsed.model_dump(mode="json"), None
+    sink.answer(answer, error)
+    recorder.emit(ProbeAnswer(episode_id=request.episode_id, input_protocol=original.input_protocol,
+                              probe_index=request.probe_index, probe_type=original.probe_type,
+                              question=original.question, retrieved=original.retrieved, answer=answer,
+                              error=error, llm_call_seq=outcome.call_seq if outcome else None))
+    score = score_probe(material.probe, answer, error=error, spec=material.episode.latent_spec,
+                        episode_id=request.episode_id, probe_index=request.probe_index, system=request.system)
+    score.rescore_of = material.original_score_seq
+    recorder.emit(score)
+    sink.score(score.score, dict(score.subscores), score.reason, score.excluded)
+    return score
+
+
 def reader_config(base: LLMConfig, spec: str | None) -> LLMConfig:
     """``base`` with the reader role set to ``spec`` (ConfigError naming the spec when it is bad)."""
     if not spec:
@@ -178,42 +204,27 @@ async def rerun_probe(request: ProbeRerunRequest, sink: ProbeRerunSink, *, llm_c
     spec = config.spec_for(READER_ROLE).spec_string()
     sink.note(f"reader {spec} (fresh call, no cache) on probe {request.probe_index + 1} "
               f"({material.probe.probe_type}) of {request.episode_id} × {request.system}")
-    writer = open_writer(request.recording)
-    recorder = Recorder(writer)
-    if chat_factory is not None:
-        chat = chat_factory(config, recorder)
-    else:
-        from memprobe_engine.llm.client import ChatClient
-
-        # A live re-run asks the model again: the response cache would only replay the same model's output.
-        chat = ChatClient(config, recorder, cache=None)
     original = material.original_answer
-    try:
-        with recorder.span(f"rescore {request.episode_id} probe {request.probe_index}", "rescore",
-                           user_id=original.user_id, system=request.system, episode_id=request.episode_id,
-                           probe_index=request.probe_index, rescore_of=material.original_score_seq, reader=spec):
-            stream = chat.stream(READER_ROLE, material.messages, params=material.params,
-                                 schema=answer_model(material.probe.probe_type))
-            async for piece in stream:
-                sink.text(piece)
-            outcome = stream.outcome
-            if outcome is None or outcome.parsed is None:
-                answer, error = None, f"reader reply unusable: {outcome.excluded if outcome else 'no reply'}"
-            else:
-                answer, error = outcome.parsed.model_dump(mode="json"), None
-            sink.answer(answer, error)
-            recorder.emit(ProbeAnswer(episode_id=request.episode_id, input_protocol=original.input_protocol,
-                                      probe_index=request.probe_index, probe_type=original.probe_type,
-                                      question=original.question, retrieved=original.retrieved, answer=answer,
-                                      error=error, llm_call_seq=outcome.call_seq if outcome else None))
-            score = score_probe(material.probe, answer, error=error, spec=material.episode.latent_spec,
-                                episode_id=request.episode_id, probe_index=request.probe_index, system=request.system)
-            score.rescore_of = material.original_score_seq
-            recorder.emit(score)
-            sink.score(score.score, dict(score.subscores), score.reason, score.excluded)
-    finally:
-        await chat.aclose()
-        writer.close()
+    # The shared run lifecycle: run_start/run_end around the appended events, leftover spans closed
+    # (a cancelled re-run ends "interrupted"); other tasks of the UI's event loop are left alone.
+    async with recorded_run(request.recording, header=None, suite="rescore", resumed=True,
+                            cancel_strays=False) as run:
+        recorder = run.recorder
+        if chat_factory is not None:
+            chat = chat_factory(config, recorder)
+        else:
+            from memprobe_engine.llm.client import ChatClient
+
+            # A live re-run asks the model again: the response cache would replay the same model's output.
+            chat = ChatClient(config, recorder, cache=None)
+        run.scrub = getattr(chat, "scrub", None)
+        try:
+            with recorder.span(f"rescore {request.episode_id} probe {request.probe_index}", "rescore",
+                               user_id=original.user_id, system=request.system, episode_id=request.episode_id,
+                               probe_index=request.probe_index, rescore_of=material.original_score_seq, reader=spec):
+                score = await _reread(chat, recorder, request, material, sink)
+        finally:
+            await chat.aclose()
     return score
 
 

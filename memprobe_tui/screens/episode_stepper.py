@@ -188,7 +188,9 @@ before/after.
         self.query_one("#dialogue", DetailLog).show(
             [*gold_lines(detail), *answer_lines(detail.answer), *score_lines(detail, None)])
         seen = {item.id for item in (detail.answer.retrieved if detail.answer is not None else [])}
-        summary = f"searched store: {len(store)} items, {len(seen)} retrieved (+) · Enter: probe inspector"
+        protocol = detail.answer.input_protocol if detail.answer is not None else "memory"
+        summary = (f"searched store: {len(store)} items, {len(seen)} retrieved (+)" if protocol == "memory" else
+                   f"{protocol}: no memory store") + " · Enter: probe inspector"
         self.query_one("#store-summary", Static).update(summary)
         # The retrieved items are marked "+" and listed first: what the reader was shown of the store.
         rows = [StoreRow(i, "+" if i in seen else " ", item) for i, item in store.items()]

@@ -51,11 +51,11 @@ def title(screen: Any) -> str:
 
 
 async def wait_for(pilot: Pilot[None], condition: Callable[[], bool], timeout: float = 20.0) -> None:
-    """Settle until ``condition`` holds (a re-run's messages and follow-up workers take a few rounds)."""
+    """Let the app run until ``condition`` holds (a re-run's messages and follow-up workers take a few
+    rounds; a running re-run never completes, so this pauses rather than waiting for workers)."""
     deadline = time.monotonic() + timeout
     while not condition():
         assert time.monotonic() < deadline, "timed out waiting for the screen"
-        await settle(pilot, rounds=1)
         await pilot.pause(0.05)
 
 
@@ -239,6 +239,38 @@ async def test_escape_closes_the_model_box_then_leaves() -> None:
         await pilot.press("escape")
         await pilot.pause()
         assert app.screen is screen and not screen.query_one("#reader-model", Input).has_class("shown")
+        await pilot.press("escape")
+        await pilot.pause()
+        assert isinstance(app.screen, ParadigmOverviewScreen)
+
+
+async def test_escape_cancels_a_running_rerun_before_it_leaves(tmp_path: Path) -> None:
+    from tests.unit.test_paradigm_replay import EndlessBackend
+
+    copy = tmp_path / "run"
+    shutil.copytree(PARADIGM, copy)
+    backend = EndlessBackend()
+
+    async def run(request: ProbeRerunRequest, sink: ProbeRerunSink) -> None:
+        await rerun_probe(request, sink, llm_config=load_llm_config(None, {}, []),
+                          chat_factory=lambda config, recorder: ChatClient(config, recorder, cache=None,
+                                                                           backend_factory=lambda spec: backend))
+
+    app = paradigm_app(copy, ProbeRerunHook(run, "local:fast"))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("p")
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, ProbeScreen)
+        await pilot.press("r", "enter")
+        log = screen.query_one("#rerun-log", Log)
+        await wait_for(pilot, lambda: "tok tok" in "".join(log.lines))
+        assert screen.rerun_running() and "running" in str(screen.query_one("#rerun-status", Static).render())
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: not screen.rerun_running())
+        assert app.screen is screen
+        assert "cancelled" in str(screen.query_one("#rerun-status", Static).render())
         await pilot.press("escape")
         await pilot.pause()
         assert isinstance(app.screen, ParadigmOverviewScreen)

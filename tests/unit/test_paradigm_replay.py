@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import shutil
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -182,9 +182,10 @@ def test_rerun_resends_what_the_reader_saw_and_appends_answer_and_score(copy: Pa
     with open_recording(copy) as reader:
         new = [reader.get(line) for line in range(before, len(reader))]
     kinds = [e.kind for e in new if e.kind not in ("span_begin", "span_end")]
-    assert kinds == ["llm_call", "probe_answer", "probe_score"]
-    appended = new[-2]
-    assert appended.kind == "probe_score" and appended.rescore_of is not None
+    assert kinds == ["run_start", "llm_call", "probe_answer", "probe_score", "run_end"]  # the run lifecycle
+    assert new[-1].status == "completed"
+    appended = next(e for e in new if e.kind == "probe_score")
+    assert appended.rescore_of is not None
     session = ReplaySession.open(copy)
     try:
         session.build_index()
@@ -215,3 +216,46 @@ def test_rerun_refuses_what_it_cannot_redo_with_a_message_naming_it(copy: Path) 
         reader_config(load_llm_config(None, {}, []), "nosuchbackend:model")
     events = (copy / "events.jsonl").read_bytes()
     assert orjson.loads(events.splitlines()[0])["kind"] == "run_start"
+
+
+class EndlessBackend:
+    """Streams tokens until cancelled, like a slow model."""
+
+    name = "endless"
+
+    async def complete(self, request: Any) -> Any:
+        raise AssertionError("the re-run streams")
+
+    async def stream(self, request: Any) -> AsyncIterator[str]:
+        while True:
+            yield "tok "
+            await asyncio.sleep(0.01)
+
+    async def aclose(self) -> None:
+        return None
+
+
+def test_a_cancelled_rerun_ends_its_run_interrupted_and_appends_no_score(copy: Path) -> None:
+    backend = EndlessBackend()
+    sink = Sink()
+    request = ProbeRerunRequest(copy, "PILOT-01A", "amem", 0)
+
+    async def main() -> None:
+        task = asyncio.create_task(rerun_probe(
+            request, sink, llm_config=load_llm_config(None, {}, []),
+            chat_factory=lambda config, recorder: ChatClient(config, recorder, cache=None,
+                                                             backend_factory=lambda spec: backend)))
+        while len(sink.pieces) < 3:
+            await asyncio.sleep(0.01)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    with open_recording(copy) as reader:
+        before = len(reader)
+    asyncio.run(main())
+    with open_recording(copy) as reader:
+        new = [reader.get(line) for line in range(before, len(reader))]
+    assert not [e for e in new if e.kind in ("probe_answer", "probe_score")]
+    assert new[-1].kind == "run_end" and new[-1].status == "interrupted"
+    assert any(e.kind == "span_end" and e.status == "cancelled" for e in new)
