@@ -181,28 +181,29 @@ def test_realizes_loadable_episodes_end_to_end(tmp_path: Path) -> None:
 
 def test_regenerates_then_escalates_then_records_exclusions(tmp_path: Path) -> None:
     spec = ALL["PILOT-01A"]
-    decoys = [p.index for p in build_plan(spec) if p.kind == "decoy_nonupdate"]
-    # First decoy: bad once, then fine. Second decoy: always bad -> dropped. Encoding stays fine.
-    backend = author([spec], bad=lambda plan, attempt: (plan.index == decoys[0] and attempt == 0)
-                     or plan.index == decoys[1])
+    misses = [p.index for p in build_plan(spec) if p.kind == "near_miss"]
+    # First near-miss: bad once, then fine. Second: always bad -> dropped. The rest stays fine.
+    backend = author([spec], bad=lambda plan, attempt: (plan.index == misses[0] and attempt == 0)
+                     or plan.index == misses[1])
     summary = realize(tmp_path / "suite", ["PILOT-01A"], backend, attempts=2, strong_attempts=1)
     stats = summary.stats  # type: ignore[attr-defined]
     episode = load_suite(tmp_path / "suite").episode("PILOT-01A")
     assert len(episode.sessions) == len(build_plan(spec)) - 1
-    assert episode.metadata["dropped_sessions"][0]["planned_index"] == decoys[1]
-    essential = sum(p.kind in ("encoding", "perturbation") for p in build_plan(spec))
+    assert episode.metadata["dropped_sessions"][0]["planned_index"] == misses[1]
+    strong_first = sum(p.kind in ("encoding", "perturbation", "decoy_nonupdate") for p in build_plan(spec))
     assert stats.regenerations == 1 + 2 and stats.dropped_sessions == 1
-    assert stats.strong_sessions == essential + 1, "encodings and the perturbation start strong; one filler escalated"
+    assert stats.strong_sessions == strong_first + 1, "encodings, decoys and the perturbation start strong"
     with open_recording(tmp_path / "suite" / "_generation") as reader:
-        checks = [e for e in reader.iter_events(kinds=["realize_check"]) if e.session_idx in decoys]
+        checks = [e for e in reader.iter_events(kinds=["realize_check"]) if e.session_idx in misses]
         exclusions = list(reader.iter_events(kinds=["realize_exclusion"]))
         roles = [e.role for e in reader.iter_events(kinds=["llm_call"])]
-    assert [c.outcome for c in checks if c.session_idx == decoys[0]] == ["retry", "accepted"]
-    assert [(c.outcome, c.role) for c in checks if c.session_idx == decoys[1]] == [
+    assert [c.outcome for c in checks if c.session_idx == misses[0]] == ["retry", "accepted"]
+    assert [(c.outcome, c.role) for c in checks if c.session_idx == misses[1]] == [
         ("retry", "realizer"), ("retry", "realizer"), ("failed", "realizer_strong")]
-    assert all("must not switch" in " ".join(c.problems) for c in checks if c.session_idx == decoys[1])
-    assert [(x.scope, x.session_idx) for x in exclusions] == [("session", decoys[1])]
-    assert roles.count("realizer_strong") == essential + 1
+    assert all('"CrossFit Central" must not appear' in " ".join(c.problems)
+               for c in checks if c.session_idx == misses[1])
+    assert [(x.scope, x.session_idx) for x in exclusions] == [("session", misses[1])]
+    assert roles.count("realizer_strong") == strong_first + 1
 
 
 def test_failed_perturbation_excludes_the_episode(tmp_path: Path) -> None:
