@@ -23,7 +23,7 @@ from memprobe_engine.events.base import EventBase
 from memprobe_engine.events.checksum import CHECKSUM_FIELD, seal, unseal
 from memprobe_engine.events.header import (EVENTS_FILE, HEADER_FILE, RecordingHeader, read_header,
                                            write_header)
-from memprobe_engine.events.payloads import PayloadWriter
+from memprobe_engine.events.payloads import PayloadWriter, ScrubBytes
 
 LOCK_FILE = "writer.lock"
 E = TypeVar("E", bound=EventBase)
@@ -39,8 +39,20 @@ class EventWriter:
         self._lock_fd = lock_fd
         self._fd = os.open(directory / EVENTS_FILE, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         self._mutex = threading.Lock()
-        self.payloads = PayloadWriter(directory)
+        self._scrubs: list[ScrubBytes] = []
+        self.payloads = PayloadWriter(directory, scrub=self._scrub)
         self.closed = False
+
+    def add_scrub(self, scrub: ScrubBytes) -> None:
+        """Filter every line and payload written from now on through ``scrub`` (the chat client adds
+        one that removes configured API keys). The format itself knows nothing about keys."""
+        if scrub not in self._scrubs:
+            self._scrubs.append(scrub)
+
+    def _scrub(self, blob: bytes) -> bytes:
+        for scrub in self._scrubs:
+            blob = scrub(blob)
+        return blob
 
     @property
     def next_seq(self) -> int:
@@ -54,7 +66,7 @@ class EventWriter:
             event.seq = self._next_seq
             if not event.time:
                 event.time = time.time()
-            line = seal(orjson.dumps(event.model_dump(exclude_none=True))) + b"\n"
+            line = seal(self._scrub(orjson.dumps(event.model_dump(exclude_none=True)))) + b"\n"
             os.write(self._fd, line)
             self._next_seq += 1
         return event
@@ -65,7 +77,7 @@ class EventWriter:
             data["seq"] = self._next_seq
             data.setdefault("time", time.time())
             data.pop(CHECKSUM_FIELD, None)  # a copied line's old seal; the line is sealed anew
-            os.write(self._fd, seal(orjson.dumps(data)) + b"\n")
+            os.write(self._fd, seal(self._scrub(orjson.dumps(data))) + b"\n")
             self._next_seq += 1
             return data["seq"]
 

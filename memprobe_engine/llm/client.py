@@ -34,6 +34,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Se
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
 from pydantic import BaseModel
 
 from memprobe_engine.errors import LLMError, MemProbeError
@@ -161,6 +162,9 @@ class ChatClient:
         self._env = os.environ if env is None else env
         self._backends: dict[str, tuple[ChatBackend, asyncio.Semaphore]] = {}
         self._in_flight: dict[str, asyncio.Future[ChatResult]] = {}
+        writer = recorder.writer
+        if writer is not None and self.secret_values():
+            writer.add_scrub(self.scrub_bytes)  # every line and payload written from now on
 
     def spec_for(self, role: str) -> ModelSpec:
         return self.config.spec_for(role)
@@ -246,6 +250,7 @@ class ChatClient:
             return None
         hit = self.cache.get(key)
         if hit is not None:
+            hit = self._scrubbed(hit)  # an entry cached before its key was configured
             call.cache_hits += 1
             call.add_usage(hit.usage)
         return hit
@@ -294,7 +299,7 @@ class ChatClient:
             while True:
                 token = current_role.set(call.role)
                 try:
-                    return await call.backend.complete(request)
+                    return self._scrubbed(await call.backend.complete(request))
                 except TransientBackendError as err:
                     attempt = await self._retry_or_give_up(call, err, attempt)
                 finally:
@@ -377,6 +382,7 @@ class ChatClient:
                                 return
                             finally:
                                 current_role.reset(token)
+                            piece = self.scrub(piece)
                             pieces.append(piece)
                             yield piece
                 except TransientBackendError as err:
@@ -387,19 +393,36 @@ class ChatClient:
 
     # -- recording -----------------------------------------------------------------------------
 
-    def scrub(self, text: str) -> str:
-        """Remove API keys: values of the configured key variables, and anything key-shaped."""
+    def secret_values(self) -> list[str]:
+        """The values of every configured key variable (OPENAI_API_KEY and each spec's api_key_env)."""
         names = {"OPENAI_API_KEY"}
         for spec in self.config.models.values():
             fallback = parse_spec(spec.fallback) if spec.fallback else None
             names |= {s.api_key_env for s in (spec, fallback) if s is not None and s.api_key_env}
-        for name in names:
-            value = self._env.get(name, "").strip()
-            if len(value) >= 4:
-                text = text.replace(value, "***")
+        values = {self._env.get(name, "").strip() for name in names}
+        return sorted((v for v in values if len(v) >= 4), key=len, reverse=True)
+
+    def scrub(self, text: str) -> str:
+        """Remove API keys: values of the configured key variables, and anything key-shaped."""
+        for value in self.secret_values():
+            text = text.replace(value, "***")
         for shape in _KEY_SHAPES:
             text = shape.sub(lambda m: (m.group(1) if m.groups() else "sk-") + "***", text)
         return text
+
+    def scrub_bytes(self, blob: bytes) -> bytes:
+        """The writer's line filter: configured key values (raw and JSON-escaped) become ``***``."""
+        for value in self.secret_values():
+            for form in {value.encode(), orjson.dumps(value)[1:-1]}:
+                if form in blob:
+                    blob = blob.replace(form, b"***")
+        return blob
+
+    def _scrubbed(self, result: ChatResult) -> ChatResult:
+        """A reply with any configured key removed: a server that echoes the key must not get it into
+        the recording, the cache, a memory store or the terminal."""
+        clean = self.scrub(result.text)
+        return result if clean == result.text else result.model_copy(update={"text": clean})
 
     def _record_failure(self, call: _Call, err: Exception) -> Exception:
         """Record the failed call; return the exception to raise (a scrubbed copy if needed)."""

@@ -187,7 +187,10 @@ class OpenAIEmbeddingBackend:
         self.base_url = resolve_base_url(base_url, os.environ)
         self.model_id = f"openai:{model}@{self.base_url}"
         self.api_key_env = api_key_env or _DEFAULT_KEY_ENV
-        key = os.environ.get(self.api_key_env, "").strip()
+        # OPENAI_API_KEY only goes to the OpenAI endpoint; another server gets a key only when one is
+        # named for it with api_key_env (the same rule as chat: resolve_api_key).
+        own_endpoint = api_key_env is not None or self.base_url == resolve_base_url(None, os.environ)
+        key = os.environ.get(self.api_key_env, "").strip() if own_endpoint else LOOPBACK_DUMMY_KEY
         if not key:
             if not is_loopback(self.base_url):
                 raise ConfigError(f"The embedding endpoint {self.base_url} needs an API key: set the environment "

@@ -171,7 +171,11 @@ async def test_secrets_never_reach_the_recording(serve: Any, tmp_path: Path) -> 
     env = {"OPENAI_API_KEY": SECRET}
     texts: list[str] = []
     with temp_recording(tmp_path / "rec") as recorder:
-        client = client_for(server.url, recorder=recorder, env=env)
+        # A loopback server gets OPENAI_API_KEY only when a spec names it for that server.
+        config = load_llm_config(None, env, [f"openai:test-model@{server.url}"])
+        spec = config.models["default"].model_copy(update={"api_key_env": "OPENAI_API_KEY"})
+        client = ChatClient(config.model_copy(update={"models": {"default": spec}}), recorder,
+                            backoff_base_s=0.01, backoff_max_s=0.05, env=env)
         assert (await client.chat("agent", ask())).text == "fine"
         for _ in range(2):
             with pytest.raises(LLMError) as caught:

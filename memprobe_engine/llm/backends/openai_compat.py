@@ -66,9 +66,17 @@ def resolve_base_url(base_url: str | None, env: Mapping[str, str]) -> str:
 
 
 def resolve_api_key(spec: ModelSpec, base_url: str, env: Mapping[str, str]) -> tuple[str, str]:
-    """(key, name of the variable it came from). A spec naming ``api_key_env`` uses only that
-    variable, so an OpenAI key is never sent to a third-party endpoint by accident."""
+    """(key, name of the variable it came from). Keys go only where they are configured for:
+
+    - a spec naming ``api_key_env`` sends that variable's key (to whatever URL the spec names);
+    - otherwise ``OPENAI_API_KEY`` goes only to the OpenAI endpoint (or the one ``OPENAI_BASE_URL``
+      names): a loopback server or another host gets a placeholder, never that key. A server that then
+      answers 401 gets a message saying to name its key with ``api_key_env``.
+    """
     names = [spec.api_key_env] if spec.api_key_env else [DEFAULT_KEY_ENV]
+    default_endpoint = resolve_base_url(None, env)
+    if spec.api_key_env is None and base_url.rstrip("/") != default_endpoint:
+        return LOOPBACK_DUMMY_KEY, names[0]
     for name in names:
         key = env.get(name, "").strip()
         if key:
