@@ -221,7 +221,8 @@ async def test_a_probe_rerun_streams_and_appends_a_new_score_beside_the_original
     try:
         session.build_index()
         cell = score_cells(session)[("amem", "PILOT-01A", 1)]
-        assert cell.rescores == 1 and cell.latest is not None and cell.latest["rescore_of"] == cell.original["seq"]
+        assert cell.rescores == 1 and cell.latest is not None and cell.original is not None
+        assert cell.latest["rescore_of"] == cell.original["seq"]
     finally:
         session.close()
 

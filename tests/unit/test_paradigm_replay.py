@@ -14,7 +14,9 @@ import orjson
 import pytest
 
 from memprobe_engine.errors import ConfigError, RecordingError
+from memprobe_engine.events.paradigms import ProbeScore
 from memprobe_engine.events.reader import open_recording
+from memprobe_engine.events.run import RunEnd, SpanEnd
 from memprobe_engine.llm.client import ChatClient
 from memprobe_engine.llm.config import load_llm_config
 from memprobe_engine.replay import ReplaySession
@@ -183,8 +185,9 @@ def test_rerun_resends_what_the_reader_saw_and_appends_answer_and_score(copy: Pa
         new = [reader.get(line) for line in range(before, len(reader))]
     kinds = [e.kind for e in new if e.kind not in ("span_begin", "span_end")]
     assert kinds == ["run_start", "llm_call", "probe_answer", "probe_score", "run_end"]  # the run lifecycle
-    assert new[-1].status == "completed"
-    appended = next(e for e in new if e.kind == "probe_score")
+    end = new[-1]
+    assert isinstance(end, RunEnd) and end.status == "completed"
+    appended = next(e for e in new if isinstance(e, ProbeScore))
     assert appended.rescore_of is not None
     session = ReplaySession.open(copy)
     try:
@@ -257,5 +260,6 @@ def test_a_cancelled_rerun_ends_its_run_interrupted_and_appends_no_score(copy: P
     with open_recording(copy) as reader:
         new = [reader.get(line) for line in range(before, len(reader))]
     assert not [e for e in new if e.kind in ("probe_answer", "probe_score")]
-    assert new[-1].kind == "run_end" and new[-1].status == "interrupted"
-    assert any(e.kind == "span_end" and e.status == "cancelled" for e in new)
+    end = new[-1]
+    assert isinstance(end, RunEnd) and end.status == "interrupted"
+    assert any(isinstance(e, SpanEnd) and e.status == "cancelled" for e in new)
