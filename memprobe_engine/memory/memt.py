@@ -3,27 +3,24 @@
 Our own implementation of the published algorithm; prompts are in :mod:`.memt_prompts`, the read
 loop in :mod:`.memt_react`.
 
-Write side. The user's words (the task opening and each user turn) are stored at once as raw
-turns (collection ``turns``), so no evidence waits in a buffer that a dump could miss; assistant
-turns are not stored, as in the released runs, whose ``turns`` hold only what the user said
-(:data:`STORED_KINDS`). Turns are also queued for formation, which runs per batch of
-:data:`BATCH_TURNS` turns and for the remainder of a task as soon as the next task begins: one
-``memory_writer`` call, shown the current persona and summary, returns new facts and experiences
-(each citing batch turns by index; its time span is that of the cited turns on the simulated
-clock) and the rewritten persona and summary. Each new
-fact or experience is then compared with its :data:`NEIGHBOURS` nearest entries of its collection,
-and a second ``memory_writer`` call chooses ``add`` / ``update`` (rewrite the target) / ``delete``
-(drop the target, keep the new entry) / ``ignore``. Neighbours are named by index, so an id cannot
-be invented; an out-of-range index, an unusable (excluded) reply or a bad source index is recorded
-as a recoverable ``error`` event and the evidence is kept as a new entry rather than lost.
-
-The trailing turns of a user's last task are stored raw but not formed: the protocol gives no
-end-of-trajectory signal, and forming them during scoring would change a store that scoring
-reads concurrently (and after its footprint was recorded).
+Write side, once per turn, as the recovery release's memt agent ran it. Each user-side turn (the
+task opening and each user reply; assistant turns are not stored, :data:`STORED_KINDS`) is stored
+raw at once in ``turns`` as ``user said: ...``, then one ``memory_writer`` formation call sees the
+running summary, the personas and that turn, with the tools in the tool-call format Mem-T-4B was
+trained on (:mod:`.memt_prompts`): ``create_fact``, ``create_experience`` (an actionable lesson),
+``update_persona`` (one profile per named person), ``update_summary``. Every fact or experience
+is then compared with its :data:`NEIGHBOURS` nearest entries of its collection and a second
+``memory_writer`` call answers with ``add_item`` / ``update_item`` / ``delete_item`` /
+``ignore_item`` calls, run in order. Existing entries are shown under small integer ids, so an id
+cannot be invented; an unreadable block, an unknown tool or an id that was not shown is recorded
+as a recoverable ``error`` event and skipped, as Mem-T's runner skips it. With nothing to compare
+against, the new entry is added without a call.
 
 Read side. ``search`` runs the ReAct loop (role ``reader``, at most six policy calls) over the
 tools ``search_turns`` / ``search_facts`` / ``search_experiences`` / ``search_personas`` /
 ``get_summary`` / ``finish``; surfaced items are de-duplicated by id and the top k returned.
+
+The assistant is shown what the ReAct loop surfaced (:meth:`MemT.agent_context`).
 
 Items mirror the release's native fields: ``id``, ``content`` (the memory text followed by the
 turns it rests on), ``category`` (the collection), ``metadata`` (``session_id``, ``turn_time``,
@@ -64,14 +61,13 @@ from memprobe_engine.llm.embeddings import cosine_top_k
 from memprobe_engine.llm.types import SamplingParams
 from memprobe_engine.memory.base import (AgentContext, Footprint, MemoryServices, Observation, RecordedStore,
                                          ScoredItem)
-from memprobe_engine.memory.memt_prompts import (Formation, UpdateDecision, formation_messages, shorten,
-                                                 update_messages)
+from memprobe_engine.memory.memt_prompts import PolicyCall, formation_messages, parse_policy_calls, shorten, \
+    update_messages
 from memprobe_engine.memory.memt_react import SEARCH_TOOLS, ReactResult, ToolCall, react_search
 
 Vector = npt.NDArray[np.float32]
 
 COLLECTIONS = ("turns", "facts", "experiences", "personas", "summary")
-BATCH_TURNS = 4
 #: Observation kinds kept as turns: the user's words, not the assistant's replies.
 STORED_KINDS = ("task", "user")
 NEIGHBOURS = 3
@@ -79,7 +75,8 @@ WRITER_ROLE = "memory_writer"
 READER_ROLE = "reader"
 SOURCE_MARK = "\n\n[source turns]\n"
 FORMATION_PARAMS = SamplingParams(temperature=0.0, max_tokens=1500)
-UPDATE_PARAMS = SamplingParams(temperature=0.0, max_tokens=400)
+UPDATE_PARAMS = SamplingParams(temperature=0.0, max_tokens=600)
+_CREATE = {"create_fact": ("facts", "fact"), "create_experience": ("experiences", "experience")}
 _PREFIX = {"turns": "t", "facts": "f", "experiences": "e", "personas": "p", "summary": "s"}
 TURN_PREFIX = "user said: "
 #: The assistant is shown at most this many surfaced memories, and, when the loop surfaced none,
@@ -93,9 +90,9 @@ class MemT:
     """Mem-T-style typed memory written and read by a policy model."""
 
     name: ClassVar[str] = "memt"
-    description: ClassVar[str] = ("Mem-T: a memory-operation policy forms facts, experiences, persona and summary "
-                                  "from batches of turns, revises them against near neighbours, and retrieves "
-                                  "with a ReAct tool loop.")
+    description: ClassVar[str] = ("Mem-T: a memory-operation policy forms facts, experiences, personas and a "
+                                  "summary from every user turn with tool calls, revises them against near "
+                                  "neighbours, and retrieves with a ReAct tool loop.")
 
     def __init__(self, services: MemoryServices) -> None:
         services.require("memt", chat=True, embedder=True)
@@ -103,8 +100,6 @@ class MemT:
         self.store = RecordedStore(services.recorder)
         self._session = "user"
         self._counters = dict.fromkeys(COLLECTIONS, 0)
-        self._pending: list[str] = []  # ids of raw turns awaiting formation
-        self._pending_task: int | None = None
         self._vectors: dict[str, tuple[str, Vector]] = {}  # item id -> (text embedded, its vector)
         self._refresh_lock = asyncio.Lock()
 
@@ -115,24 +110,13 @@ class MemT:
         self.store.clear(note=f"new user {user_id}")
         self._session = user_id
         self._counters = dict.fromkeys(COLLECTIONS, 0)
-        self._pending, self._pending_task = [], None
         self._vectors.clear()
 
     async def observe(self, observation: Observation) -> None:
-        """Store a user-side turn raw; form memories when a batch is full or the previous task ended."""
+        """Store a user-side turn raw, then form memories from it (one formation call per turn)."""
         if observation.kind not in STORED_KINDS:
             return
-        if self._pending and observation.task_index != self._pending_task:
-            await self._form()
-        self._pending.append(self._store_turn(observation))
-        self._pending_task = observation.task_index
-        if len(self._pending) >= BATCH_TURNS:
-            await self._form()
-
-    async def finish(self) -> None:
-        """End of the user's trajectory: form memories from the turns still queued."""
-        if self._pending:
-            await self._form()
+        await self._form(self._store_turn(observation))
 
     async def search(self, query: str, k: int) -> list[ScoredItem]:
         """The policy's ReAct retrieval: items it surfaced, de-duplicated, best ``k`` first."""
@@ -192,79 +176,79 @@ class MemT:
                        note="turns: raw turn")
         return item_id
 
-    async def _form(self) -> None:
-        """One formation call for the queued turns, then the update step for each new memory."""
-        batch, self._pending = self._pending, []
-        lines = [f"({self.store.get(t)['timestamp']}) {self.store.get(t)['content']}" for t in batch]
-        persona, summary = self._single_text("personas"), self._single_text("summary")
-        outcome = await self.services.chat.chat(WRITER_ROLE, formation_messages(persona, summary, lines),
-                                                params=FORMATION_PARAMS, schema=Formation)
-        if outcome.parsed is None:
-            self._error("MemTFormationExcluded", f"formation for turns {batch[0]}–{batch[-1]} was unusable "
-                                                 f"({outcome.excluded}); the turns stay stored raw only")
-            return
-        formation: Formation = outcome.parsed
-        for collection in ("facts", "experiences"):
-            entries = [entry for entry in getattr(formation, collection) if entry.content.strip()]
-            if not entries:
-                continue
-            vectors = await self._embed([entry.content.strip() for entry in entries])
-            for entry, vector in zip(entries, vectors):
-                sources = self._sources(entry.source_turns, batch, collection)
-                await self._integrate(collection, entry.content.strip(), sources, vector)
-        self._set_single("personas", formation.persona, batch)
-        self._set_single("summary", formation.summary, batch)
+    async def _form(self, turn_id: str) -> None:
+        """The formation call for one stored turn, then the update step for each new fact/experience."""
+        turn = str(self.store.get(turn_id)["content"])
+        personas = [(str(item["metadata"].get("name") or "User"), str(item["metadata"]["memory_content"]))
+                    for item in self.store.items() if item["category"] == "personas"]
+        outcome = await self.services.chat.chat(WRITER_ROLE, formation_messages(self._single_text("summary"),
+                                                                                personas, turn),
+                                                params=FORMATION_PARAMS)
+        calls = self._calls(outcome.text, f"formation for {turn_id}")
+        created: list[tuple[str, str]] = []
+        for call in calls:
+            text = _argument(call, "fact" if call.name == "create_fact" else
+                             "experience" if call.name == "create_experience" else
+                             "profile" if call.name == "update_persona" else "content")
+            if call.name in _CREATE:
+                if text:
+                    created.append((_CREATE[call.name][0], text))
+            elif call.name == "update_persona":
+                if text:
+                    self._set_persona(_argument(call, "name") or "User", text, turn_id)
+            elif call.name == "update_summary":
+                if text:
+                    self._set_summary(text, turn_id)
+            else:
+                self._error("MemTUnknownTool", f"formation for {turn_id} called {call.name!r}, which is not a "
+                                               f"formation tool; skipped")
+        for collection, text in created:
+            vector = (await self._embed([text]))[0]
+            await self._integrate(collection, text, [turn_id], vector)
 
-    def _sources(self, indexes: Sequence[int], batch: list[str], collection: str) -> list[str]:
-        """Batch turn ids for the cited indexes; out-of-range ones are noted, none valid means all."""
-        valid = [batch[i] for i in dict.fromkeys(indexes) if 0 <= i < len(batch)]
-        bad = [i for i in indexes if not 0 <= i < len(batch)]
-        if bad or not valid:
-            self._error("MemTBadSourceTurn", f"a new {_KIND[collection]} cited turn index(es) {bad or indexes} of a "
-                                             f"{len(batch)}-turn batch; " +
-                                             ("kept the valid ones" if valid else "attributed it to the whole batch"))
-        return valid or list(batch)
+    def _calls(self, text: str, what: str) -> list[PolicyCall]:
+        """The tool calls of a write-side reply; unreadable blocks and a reply without any are recorded."""
+        calls, problems = parse_policy_calls(text)
+        for problem in problems:
+            self._error("MemTToolCallUnparseable", f"{what}: {problem}; skipped")
+        if not calls and not problems:
+            self._error("MemTNoToolCall", f"{what}: the reply held no tool call ({shorten(text, 80)!r})")
+        return calls
 
     async def _integrate(self, collection: str, content: str, sources: list[str], vector: Vector) -> None:
-        """The update step: compare with the nearest entries and apply the policy's decision."""
+        """The update step: show the nearest entries under ids 0..n-1 and run the policy's calls in order."""
         neighbours = await self._neighbours(collection, vector)
         if not neighbours:
             self._add_memory(collection, content, sources, vector, note=f"{collection}: add (nothing to compare)")
             return
-        texts = [self.store.get(n)["metadata"]["memory_content"] for n in neighbours]
-        outcome = await self.services.chat.chat(WRITER_ROLE, update_messages(_KIND[collection], content, texts),
-                                                params=UPDATE_PARAMS, schema=UpdateDecision)
-        if outcome.parsed is None:
-            self._error("MemTUpdateExcluded", f"update decision for a new {_KIND[collection]} was unusable "
-                                              f"({outcome.excluded}); stored it as new")
-            self._add_memory(collection, content, sources, vector, note=f"{collection}: add (decision unusable)")
-            return
-        decision: UpdateDecision = outcome.parsed
-        if decision.action == "add":
-            self._add_memory(collection, content, sources, vector, note=f"{collection}: add")
-            return
-        target = decision.target
-        in_range = target is not None and 0 <= target < len(neighbours)
-        if decision.action == "ignore":
-            matched = [neighbours[target]] if in_range and target is not None else neighbours
-            self.services.recorder.emit(MemoryOp(op="ignore", item_ids=matched, patch=[], store_size=len(self.store),
-                                                 note=f"{collection}: ignore {shorten(content, 120)!r}"))
-            return
-        if not in_range or target is None:
-            self._error("MemTInvalidTarget", f"{decision.action} named entry {target} but only {len(neighbours)} "
-                                             f"neighbour(s) were shown; rejected, stored the new {_KIND[collection]} "
-                                             f"as new")
-            self._add_memory(collection, content, sources, vector,
-                             note=f"{collection}: add ({decision.action} target {target} out of range)")
-            return
-        target_id = neighbours[target]
-        if decision.action == "update":
-            merged = (decision.content or "").strip() or content
-            self._update_memory(target_id, merged, sources)
-        else:
-            self.store.delete(target_id, note=f"{collection}: delete (superseded by a new {_KIND[collection]})")
-            self._vectors.pop(target_id, None)
-            self._add_memory(collection, content, sources, vector, note=f"{collection}: add (replaces {target_id})")
+        turn_time = self.store.get(sources[0])["timestamp"]
+        shown = [{"id": str(n), "document": self.store.get(item_id)["metadata"]["memory_content"],
+                  "turn_time": self.store.get(item_id)["metadata"].get("turn_time")}
+                 for n, item_id in enumerate(neighbours)]
+        new = {"type": _KIND[collection], "document": content, "turn_time": turn_time}
+        outcome = await self.services.chat.chat(WRITER_ROLE, update_messages(_KIND[collection], new, shown),
+                                                params=UPDATE_PARAMS)
+        for call in self._calls(outcome.text, f"update of a new {_KIND[collection]}"):
+            if call.name == "add_item":
+                text = _argument(call, "document") or content
+                self._add_memory(collection, text, sources, (await self._embed([text]))[0] if text != content
+                                 else vector, note=f"{collection}: add")
+            elif call.name == "ignore_item":
+                self.services.recorder.emit(MemoryOp(op="ignore", item_ids=list(neighbours), patch=[],
+                                                     store_size=len(self.store),
+                                                     note=f"{collection}: ignore {shorten(content, 120)!r}"))
+            elif call.name in ("update_item", "delete_item"):
+                target = _shown_id(_argument(call, "id"), neighbours)
+                if target is None or target not in self.store:
+                    self._error("MemTInvalidTarget", f"{call.name} named id {_argument(call, 'id')!r} but only ids "
+                                                     f"0..{len(neighbours) - 1} were shown; skipped")
+                elif call.name == "update_item":
+                    self._update_memory(target, _argument(call, "document") or content, sources)
+                else:
+                    self.store.delete(target, note=f"{collection}: delete (negated by a new {_KIND[collection]})")
+                    self._vectors.pop(target, None)
+            else:
+                self._error("MemTUnknownTool", f"update called {call.name!r}, which is not an update tool; skipped")
 
     def _memory_item(self, item_id: str, collection: str, content: str, sources: list[str],
                      **extra: Any) -> dict[str, Any]:
@@ -299,22 +283,29 @@ class MemT:
         item = self._single(collection)
         return str(item["metadata"]["memory_content"]) if item is not None else ""
 
-    def _single(self, collection: str) -> dict[str, Any] | None:
-        return next((item for item in self.store.items() if item["category"] == collection), None)
+    def _single(self, collection: str, name: str | None = None) -> dict[str, Any] | None:
+        return next((item for item in self.store.items() if item["category"] == collection
+                     and (name is None or item["metadata"].get("name") == name)), None)
 
-    def _set_single(self, collection: str, text: str, batch: list[str]) -> None:
-        """Create or rewrite the one persona / summary item; an empty or unchanged text keeps it."""
-        text = text.strip()
-        current = self._single(collection)
-        if not text or (current is not None and current["metadata"]["memory_content"] == text):
+    def _set_summary(self, text: str, turn_id: str) -> None:
+        self._set_single("summary", text, turn_id)
+
+    def _set_persona(self, name: str, text: str, turn_id: str) -> None:
+        self._set_single("personas", text, turn_id, name=name)
+
+    def _set_single(self, collection: str, text: str, turn_id: str, *, name: str | None = None) -> None:
+        """Create or rewrite the summary, or the persona of ``name``, accumulating its source turns."""
+        current = self._single(collection, name)
+        if current is not None and current["metadata"]["memory_content"] == text:
             return
-        extra: dict[str, Any] = {"name": "User"} if collection == "personas" else {}
+        extra: dict[str, Any] = {"name": name} if name is not None else {}
         if current is None:
             item_id = self._next_id(collection)
-            item = self._memory_item(item_id, collection, text, batch, updated_time=self.services.clock.iso(), **extra)
+            item = self._memory_item(item_id, collection, text, [turn_id], updated_time=self.services.clock.iso(),
+                                     **extra)
             self.store.add(item_id, item, note=f"{collection}: add")
             return
-        sources = list(dict.fromkeys([ids[0] for ids in current["metadata"]["source_turn_ids"]] + batch))
+        sources = list(dict.fromkeys([ids[0] for ids in current["metadata"]["source_turn_ids"]] + [turn_id]))
         item = self._memory_item(current["id"], collection, text, sources, updated_time=self.services.clock.iso(),
                                  **extra)
         self.store.update(current["id"], item, note=f"{collection}: update")
@@ -375,3 +366,14 @@ def _embedded_text(item: dict[str, Any]) -> str:
 
 def _cached_text(entry: tuple[str, Vector] | None) -> str | None:
     return entry[0] if entry is not None else None
+
+
+def _argument(call: PolicyCall, name: str) -> str:
+    """A tool call's string argument, stripped ('' when missing or not a string)."""
+    value = call.arguments.get(name)
+    return value.strip() if isinstance(value, str) else ""
+
+
+def _shown_id(value: str, neighbours: Sequence[str]) -> str | None:
+    """The stored id behind an id the update call was shown (``"0"`` .. ``"n-1"``), or None."""
+    return neighbours[int(value)] if value.isdigit() and int(value) < len(neighbours) else None

@@ -1,17 +1,20 @@
-"""Prompts and output schemas of ``memt``'s three policy calls: formation, update, ReAct retrieval.
+"""Prompts of ``memt``'s three policy calls: formation, update, ReAct retrieval.
 
-Written for this project (see :mod:`memprobe_engine.memory.memt`): short instructions with a shape
-template of the expected reply and no example values a model could copy into memory. Stored
-entries and batch turns are always shown under small integer indexes, and replies refer back to
-those indexes only, so a policy can never invent an item id.
+Written for this project (see :mod:`memprobe_engine.memory.memt`). The write side uses the format
+Mem-T-4B was trained on, as the recovery release ran it: the tools' JSON schemas in the system
+prompt and ``<tool_call>{...}</tool_call>`` blocks in the reply; the content of the tools and
+rules follows the release's ``Mem-T/memory_formation.py`` and ``memory_update.py``. Existing
+entries are shown to the update call under small integer ids, so a policy can never name an item
+that was not shown.
 """
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Sequence
-from typing import Literal
-
-from pydantic import BaseModel, Field
+from dataclasses import dataclass
+from typing import Any
 
 from memprobe_engine.llm.types import ChatMessage
 
@@ -21,56 +24,133 @@ MAX_TOOL_STEPS = 6
 SHOWN_CHARS = 400
 
 
-class FormedMemory(BaseModel):
-    """One new fact or experience, resting on turns of the batch (their indexes)."""
+#: The formation call's tools, in the shape Mem-T-4B was trained on (name, description, JSON-schema
+#: parameters). The content of each description follows the release's ``Mem-T/memory_formation.py``.
+FORMATION_TOOLS: list[dict[str, Any]] = [
+    {"name": "create_fact",
+     "description": ("Record a Factual Memory: a concrete, checkable statement of WHAT is the case or happened. "
+                     "Scan every entity in the turn (objects, places, other people), not only the user, and keep "
+                     "time information, including relative times such as 'yesterday'. Two kinds: facts about the "
+                     "user (events they went through, identity, preferences, possessions, constraints) and facts "
+                     "about the world (states of things, properties, document knowledge, tool states)."),
+     "parameters": {"type": "object", "properties": {
+         "fact": {"type": "string", "description": "One short self-contained declarative statement."},
+         "start_time": {"type": "string", "description": "When it happened or became true; empty if unknown."},
+         "end_time": {"type": "string", "description": "When it ended or stops being true; empty if unknown."}},
+         "required": ["fact", "start_time", "end_time"]}},
+    {"name": "create_experience",
+     "description": ("Record an Experiential Memory: an actionable lesson, pattern or HOW-TO. Strategies "
+                     "(reusable heuristics or workflows: 'for X, method Y works best'), cases (a success or "
+                     "failure worth repeating or avoiding: 'doing A under B led to C') or skills (procedures the "
+                     "agent can carry out)."),
+     "parameters": {"type": "object", "properties": {
+         "experience": {"type": "string", "description": "The lesson as a rule, a cause and effect, or a "
+                                                          "guideline for what to do next time."},
+         "start_time": {"type": "string", "description": "When it happened or became true; empty if unknown."},
+         "end_time": {"type": "string", "description": "When it ended or stops being true; empty if unknown."}},
+         "required": ["experience", "start_time", "end_time"]}},
+    {"name": "update_persona",
+     "description": ("When the turn brings new, important information about a person (hobbies, projects, "
+                     "significant events), write that person's whole profile again with it included."),
+     "parameters": {"type": "object", "properties": {
+         "name": {"type": "string", "description": "The person's name, or 'User' when none is given."},
+         "profile": {"type": "string", "description": "The complete, concise, updated profile."}},
+         "required": ["name", "profile"]}},
+    {"name": "update_summary",
+     "description": "When the turn brings new information, write the running summary of the sessions again.",
+     "parameters": {"type": "object", "properties": {
+         "content": {"type": "string", "description": "The complete, concise, updated summary."}},
+         "required": ["content"]}},
+]
 
-    content: str
-    source_turns: list[int]
+FORMATION_SYSTEM = """You are the analyser of a memory system. Compare the [Current Turn] with the memory as it stands and call tools to extract what it holds.
+
+[Tools]
+{tools}
+
+[Rules]
+1. Summary and personas: when the previous summary and personas are empty you must call update_summary or update_persona to start them. They keep every key point of the old and the new, and stay concise.
+2. Facts and experiences come from the current turn only, not from the previous summary or personas. Capture the attributes of, and the relations between, all entities in the turn, also minor ones.
+3. Times: keep the turn's own date and time format. For relative times, say 'the week (weekend, Friday) before <absolute date>' rather than computing a date for last week, a weekend or a weekday; for yesterday, last month or last year, compute the absolute day, month or year.
+4. Keep the original wording rather than paraphrasing.
+5. Numbers: keep digits as digits and words as words; a count you make yourself is written in words.
+6. No speech acts: state the information itself, never "the user said / asked / replied ..." or "they discussed ..." (bad: "The user said they are vegetarian."; good: "The user is vegetarian.").
+
+[Reply format]
+<tool_call> {{"name": "<tool>", "arguments": {{"<argument>": "<value>"}}}} </tool_call>
+Each <tool_call> block holds one JSON object. Use as many blocks as the turn calls for."""
+
+#: The update call's tools: add, rewrite, delete or ignore, against the numbered existing memories.
+UPDATE_TOOLS: list[dict[str, Any]] = [
+    {"name": "add_item", "description": "Add the new memory as an item of its own.",
+     "parameters": {"type": "object", "properties": {
+         "document": {"type": "string", "description": "The item's text."}}, "required": ["document"]}},
+    {"name": "update_item", "description": "Rewrite an existing item.",
+     "parameters": {"type": "object", "properties": {
+         "id": {"type": "string", "description": "The id of the existing item to rewrite."},
+         "document": {"type": "string", "description": "The enriched text, with updated counts or frequencies; "
+                                                       "keep the time information of the old item in it."}},
+         "required": ["id", "document"]}},
+    {"name": "delete_item", "description": "Delete an existing item that the new memory explicitly negates or "
+                                           "shows to be wrong.",
+     "parameters": {"type": "object", "properties": {
+         "id": {"type": "string", "description": "The id of the item to delete."}}, "required": ["id"]}},
+    {"name": "ignore_item", "description": "Do nothing: the new memory is fully redundant, in meaning and in time.",
+     "parameters": {"type": "object", "properties": {
+         "reason": {"type": "string", "description": "Why it is redundant."}}, "required": ["reason"]}},
+]
+
+UPDATE_SYSTEM = """You administer one collection of a memory database ({kind} items). Decide what to do with a new memory given the existing items most similar to it.
+
+[Tools]
+{tools}
+
+[Decision]
+Memories are atomic: each holds one brief piece of information.
+1. Contradiction: the new memory says an existing one is plainly wrong -> delete_item (that one).
+2. Identity: the new memory is the same as an existing one, content and time -> ignore_item.
+3. Atomic update: the new memory overwrites one changeable value of the same thing (a count, a quantity, a status, a yes/no, a time) unambiguously and completely (e.g. "I have 4 models" then "bought one more" -> "I have 5 models") -> update_item. Only for a refinement, correction or state change that makes the old text obsolete; never to join two separate pieces of information. Keep the old item's time information in the rewritten text.
+4. Otherwise add_item: a recurrence at another time, another person or a new topic, or significant new detail (a new event, a particular instance of a habit, a new reason). Separate occurrences of a similar habit are separate items. When in doubt, add.
+
+[Reply format]
+<tool_call> {{"name": "<tool>", "arguments": {{"<argument>": "<value>"}}}} </tool_call>"""
 
 
-class Formation(BaseModel):
-    """The formation call's reply: new typed memories plus the rewritten profile and summary."""
+@dataclass(frozen=True)
+class PolicyCall:
+    """One tool call of a write-side reply: the tool's name and its arguments."""
 
-    facts: list[FormedMemory]
-    experiences: list[FormedMemory]
-    persona: str
-    summary: str
-
-
-class UpdateDecision(BaseModel):
-    """The update call's reply for one new memory against its stored neighbours."""
-
-    action: Literal["add", "update", "delete", "ignore"]
-    target: int | None = Field(description="index of the stored entry acted on (update, delete)")
-    content: str | None = Field(description="merged text for update; null otherwise")
+    name: str
+    arguments: dict[str, Any]
 
 
-FORMATION_SYSTEM = """\
-You keep an assistant's long-term memory of one user. You get the user's current profile, the \
-running summary, and the user's newest messages to the assistant, each with an index and a time.
-Write down what is worth remembering from the new turns:
-- facts: self-contained statements about the user (preferences, constraints, skills, knowledge, \
-circumstances, views of themselves);
-- experiences: things the user went through or how a piece of help turned out, stating what \
-happened, when, and what came of it.
-Each entry lists the indexes of the turns it rests on. Leave out small talk. Then rewrite the \
-profile and the summary so they take the new turns into account; return them unchanged when \
-nothing new bears on them.
-Reply with one JSON object of this shape:
-{"facts": [{"content": "<statement>", "source_turns": [<index>]}], \
-"experiences": [{"content": "<event and its consequence>", "source_turns": [<index>]}], \
-"persona": "<whole updated profile>", "summary": "<whole updated summary>"}"""
+_CALL_BLOCK = re.compile(r"<tool_call>(.*?)(?:</tool_call>|\Z)", re.DOTALL)
 
-UPDATE_SYSTEM = """\
-You keep one collection of an assistant's memory free of duplicates and contradictions. You get \
-a new {kind} and the stored entries most similar to it, each with an index. Choose one action:
-- add: the new entry says something no stored entry says;
-- update: the new entry refines or extends stored entry <target>; give the merged text as content;
-- delete: the new entry shows stored entry <target> is wrong or out of date; that entry is \
-removed and the new one kept;
-- ignore: a stored entry already says the same.
-Reply with one JSON object of this shape:
-{{"action": "<add|update|delete|ignore>", "target": <index or null>, "content": "<merged text or null>"}}"""
+
+def parse_policy_calls(text: str) -> tuple[list[PolicyCall], list[str]]:
+    """The tool calls in a write-side reply, in order, and a description of each block that could
+    not be read (such blocks are skipped, as Mem-T's own runner skips them)."""
+    calls: list[PolicyCall] = []
+    problems: list[str] = []
+    for block in _CALL_BLOCK.findall(text or ""):
+        try:
+            data = json.loads(block.strip())
+        except json.JSONDecodeError as err:
+            problems.append(f"a <tool_call> block is not JSON ({err.msg}): {shorten(block.strip(), 80)!r}")
+            continue
+        for entry in data if isinstance(data, list) else [data]:
+            arguments = entry.get("arguments") if isinstance(entry, dict) else None
+            if isinstance(arguments, str):
+                try:
+                    arguments = json.loads(arguments)
+                except json.JSONDecodeError:
+                    arguments = None
+            if not isinstance(entry, dict) or not isinstance(entry.get("name"), str) or not isinstance(arguments, dict):
+                problems.append(f"a tool call lacks a name or an arguments object: {shorten(str(entry), 80)!r}")
+                continue
+            calls.append(PolicyCall(entry["name"], arguments))
+    return calls, problems
+
 
 REACT_SYSTEM = """\
 You look up a user's long-term memory to answer a request. Each step, call one tool by writing
@@ -96,18 +176,22 @@ def numbered(lines: Sequence[str]) -> str:
     return "\n".join(f"[{index}] {line}" for index, line in enumerate(lines)) or "(none)"
 
 
-def formation_messages(persona: str, summary: str, turns: Sequence[str]) -> list[ChatMessage]:
-    """The formation call: profile, summary and the batch's turns (already prefixed with their time)."""
-    user = (f"PROFILE:\n{persona or '(empty)'}\n\nSUMMARY:\n{summary or '(empty)'}\n\n"
-            f"NEW TURNS:\n{numbered(turns)}")
-    return [ChatMessage(role="system", content=FORMATION_SYSTEM), ChatMessage(role="user", content=user)]
+def formation_messages(summary: str, personas: Sequence[tuple[str, str]], turn: str) -> list[ChatMessage]:
+    """The formation call for one turn: the running summary, the personas (name and profile) and the
+    turn itself (``user said: ...``)."""
+    profiles = "\n".join(f"Name: {name}, Profile: {profile}" for name, profile in personas)
+    system = FORMATION_SYSTEM.format(tools=json.dumps(FORMATION_TOOLS, indent=2))
+    user = f"[Inputs]\nPrevious Summary: {summary}\nPrevious Personas: {profiles}\nCurrent Turn: {turn}"
+    return [ChatMessage(role="system", content=system), ChatMessage(role="user", content=user)]
 
 
-def update_messages(kind: str, new_content: str, neighbours: Sequence[str]) -> list[ChatMessage]:
-    """The update call for one new ``kind`` (``fact`` or ``experience``) against its neighbours."""
-    user = f"NEW {kind.upper()}:\n{new_content}\n\nSTORED ENTRIES:\n{numbered([shorten(n) for n in neighbours])}"
-    return [ChatMessage(role="system", content=UPDATE_SYSTEM.format(kind=kind)),
-            ChatMessage(role="user", content=user)]
+def update_messages(kind: str, new_memory: dict[str, Any], neighbours: Sequence[dict[str, Any]]) -> list[ChatMessage]:
+    """The update call for one new ``kind`` (``fact`` or ``experience``) against its neighbours, each
+    shown under an index as its ``id`` so a reply can only name an item that was shown."""
+    system = UPDATE_SYSTEM.format(kind=kind, tools=json.dumps(UPDATE_TOOLS, indent=2))
+    user = (f"[New memory]\n{json.dumps(new_memory, ensure_ascii=False, indent=2)}\n\n"
+            f"[Existing memories]\n{json.dumps(list(neighbours), ensure_ascii=False, indent=2)}")
+    return [ChatMessage(role="system", content=system), ChatMessage(role="user", content=user)]
 
 
 def react_messages(query: str, steps: int = MAX_TOOL_STEPS) -> list[ChatMessage]:

@@ -62,7 +62,7 @@ class FiveSystemOracle(RecoveryOracle):
             return "mem0_update", _json({"events": [
                 {"fact": int(n), "event": "NONE" if text in memories else "ADD", "target": "", "text": ""}
                 for n, text in facts]})
-        if system == memt_prompts.FORMATION_SYSTEM:
+        if system.startswith(memt_prompts.FORMATION_SYSTEM.split("{", 1)[0]):
             return "memt_formation", self._formation(last)
         if system.startswith(memt_prompts.UPDATE_SYSTEM.split("{", 1)[0]):
             return "memt_update", self._update(last)
@@ -72,26 +72,24 @@ class FiveSystemOracle(RecoveryOracle):
 
     @staticmethod
     def _formation(body: str) -> str:
-        turns = re.findall(r"^\[(\d+)\] \([^)]*\) user said: (.*)$", body.split("NEW TURNS:", 1)[-1], flags=re.M)
-        assert turns, "a memt formation prompt without numbered turns"
-        return _json({"facts": [{"content": f"User mentioned: {text[:100]}", "source_turns": [int(n)]}
-                                for n, text in turns],
-                      "experiences": [{"content": f"User asked for help: {turns[0][1][:80]}",
-                                       "source_turns": [int(n) for n, _ in turns]}],
-                      "persona": "Works night shifts and likes short checklists.",
-                      "summary": f"Helped with {len(turns)} more message(s); latest: {turns[-1][1][:60]}"})
+        turn = body.split("Current Turn: user said: ", 1)[-1].strip()
+        assert turn, "a memt formation prompt without its current turn"
+        return "\n".join([
+            _call("create_fact", {"fact": f"User mentioned: {turn[:100]}", "start_time": "", "end_time": ""}),
+            _call("create_experience", {"experience": f"When asked for help with {turn[:60]}, keep it short.",
+                                        "start_time": "", "end_time": ""}),
+            _call("update_persona", {"name": "User", "profile": "Works night shifts and likes short checklists."}),
+            _call("update_summary", {"content": f"Latest request: {turn[:60]}"})])
 
     @staticmethod
     def _update(body: str) -> str:
-        new, _, stored = body.partition("STORED ENTRIES:")
-        new_text = new.split(":", 1)[-1].strip()
-        entries = re.findall(r"^\[(\d+)\] (.*)$", stored, flags=re.M)
-        same = next((int(n) for n, text in entries if text == new_text), None)
-        if same is not None:
-            return _json({"action": "ignore", "target": same, "content": None})
-        if body.startswith("NEW EXPERIENCE"):
-            return _json({"action": "update", "target": 0, "content": f"{entries[0][1][:200]} Then: {new_text}"})
-        return _json({"action": "add", "target": None, "content": None})
+        new = orjson.loads(body.split("[New memory]\n", 1)[1].split("\n\n[Existing memories]", 1)[0])
+        stored = orjson.loads(body.split("[Existing memories]\n", 1)[1])
+        if any(entry["document"] == new["document"] for entry in stored):
+            return _call("ignore_item", {"reason": "same"})
+        if new["type"] == "experience":
+            return _call("update_item", {"id": "0", "document": f"{stored[0]['document'][:200]} Then: {new['document']}"})
+        return _call("add_item", {"document": new["document"]})
 
     @staticmethod
     def _react(request: ChatRequest) -> str:
@@ -152,7 +150,14 @@ def test_five_systems_record_rebuildable_stores(tmp_path: Path, monkeypatch: pyt
         assert sum(n for (system, op), n in ops.items() if system == name and op != "reset") > 0, name
     assert {op for system, op in ops if system == "memt"} >= {"reset", "add", "update", "ignore"}
     assert any(True for _ in reader.iter_events(kinds=["embedding"]))  # the real MiniLM embedder, recorded
-    assert oracle.by_role["memt_formation"] == 3  # tasks 1-2 flushed when the next began, task 3 at finish()
+    user_turns = sum(1 for e in reader.iter_events(kinds=["message"]) if e.system == "memt" and e.role == "user")
+    # memt forms memories once per user-side turn: every raw turn is followed by a writer call before
+    # the next one (identical requests are answered from the response cache, so count the recording)
+    trail = ["turn" if e.kind == "memory_op" else "call" for e in reader.iter_events(kinds=["memory_op", "llm_call"])
+             if e.system == "memt" and (e.kind == "llm_call" and e.role == "memory_writer" or
+                                        e.kind == "memory_op" and e.note == "turns: raw turn")]
+    assert trail.count("turn") == user_turns and "turn turn" not in " ".join(trail) and trail[-1] == "call"
+    assert 0 < oracle.by_role["memt_formation"] <= user_turns
     assert not [e for e in reader.iter_events(kinds=["error"]) if e.where in ("amem", "mem0", "memt", "rollout")]
     footprints = {e.system: e for e in reader.iter_events(kinds=["memory_footprint"])}
 

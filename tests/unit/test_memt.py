@@ -1,4 +1,4 @@
-"""``memt``: batched formation into typed collections, the neighbour update step, the ReAct read loop,
+"""``memt``: per-turn formation with tool calls into typed collections, the neighbour update step, the ReAct read loop,
 recoverable handling of bad policy output, and the store rebuilt from its recorded patches."""
 
 from __future__ import annotations
@@ -36,37 +36,38 @@ class Policy:
     """Scripted policy model: answers each memt prompt from its own queue (empty: a do-nothing reply)."""
 
     def __init__(self) -> None:
-        self.formations: list[dict[str, Any] | str] = []
-        self.updates: list[dict[str, Any] | str] = []
+        self.formations: list[str] = []
+        self.updates: list[str] = []
         self.react: Callable[[ChatRequest], str] = lambda request: _call("finish", {})
         self.seen: list[tuple[str, ChatRequest]] = []
 
     def __call__(self, request: ChatRequest) -> str:
         system = request.messages[0].content
-        if system.startswith("You keep an assistant's long-term memory"):
+        if system.startswith("You are the analyser of a memory system"):
             self.seen.append(("formation", request))
-            reply = self.formations.pop(0) if self.formations else formation()
-        elif system.startswith("You keep one collection"):
+            return self.formations.pop(0) if self.formations else ""
+        if system.startswith("You administer one collection"):
             self.seen.append(("update", request))
-            reply = self.updates.pop(0) if self.updates else {"action": "add", "target": None, "content": None}
-        elif system.startswith("You look up a user's long-term memory"):
+            return self.updates.pop(0) if self.updates else _call("add_item", {"document": "(unused)"})
+        if system.startswith("You look up a user's long-term memory"):
             self.seen.append(("react", request))
             return self.react(request)
-        else:
-            raise AssertionError(f"unexpected prompt {system[:60]!r}")
-        return reply if isinstance(reply, str) else orjson.dumps(reply).decode()
+        raise AssertionError(f"unexpected prompt {system[:60]!r}")
 
     def count(self, kind: str) -> int:
         return sum(1 for seen, _ in self.seen if seen == kind)
 
 
-Cited = Sequence[tuple[str, list[int]]]
-
-
-def formation(facts: Cited = (), experiences: Cited = (), persona: str = "", summary: str = "") -> dict[str, Any]:
-    return {"facts": [{"content": c, "source_turns": s} for c, s in facts],
-            "experiences": [{"content": c, "source_turns": s} for c, s in experiences],
-            "persona": persona, "summary": summary}
+def formation(facts: Sequence[str] = (), experiences: Sequence[str] = (), persona: str = "",
+              summary: str = "", name: str = "User") -> str:
+    """A formation reply: one tool call per new memory, then persona and summary when given."""
+    calls = [_call("create_fact", {"fact": f, "start_time": "", "end_time": ""}) for f in facts]
+    calls += [_call("create_experience", {"experience": e, "start_time": "", "end_time": ""}) for e in experiences]
+    if persona:
+        calls.append(_call("update_persona", {"name": name, "profile": persona}))
+    if summary:
+        calls.append(_call("update_summary", {"content": summary}))
+    return "\n".join(calls)
 
 
 def _call(name: str, arguments: dict[str, Any]) -> str:
@@ -114,63 +115,60 @@ def errors(directory: Path) -> list[dict[str, Any]]:
     return read_events(directory, "error")
 
 
+def read_errors(directory: Path) -> list[dict[str, Any]]:
+    """Errors of the read side only (a formation reply that keeps nothing is noted too)."""
+    return [e for e in errors(directory) if not e["message"].startswith("formation for")]
+
+
 # -- write side -----------------------------------------------------------------------------------
-async def test_formation_writes_typed_items_in_their_collections(rec: Any) -> None:
-    recorder, _ = rec
-    policy = Policy()
-    policy.formations.append(formation(facts=[("User drinks green tea every morning.", [1])],
-                                       experiences=[("User planned a gardening week with the assistant.", [0, 1])],
-                                       persona="Likes short lists.", summary="Gardening plan made."))
-    system = make(recorder, policy)
-    await system.reset(USER)
-    await feed(system, TASK0[:5])
-    assert policy.count("formation") == 0 and [i["category"] for i in system.dump()] == ["turns"] * 3
-    await feed(system, TASK0[5:])
-    dump = {item["id"]: item for item in system.dump()}
-    assert list(dump) == ["t0001", "t0002", "t0003", "t0004", "f0001", "e0001", "p0001", "s0001"]
-    assert [dump[i]["category"] for i in ("f0001", "e0001", "p0001", "s0001")] == [
-        "facts", "experiences", "personas", "summary"]
-    assert dump["t0001"]["content"] == "user said: Plan my gardening week."
-    assert all(item["content"].startswith("user said: ") for item in system.dump() if item["category"] == "turns")
-    fact = dump["f0001"]
-    assert fact["content"] == "User drinks green tea every morning." + SOURCE_MARK + dump["t0002"]["content"]
-    assert fact["metadata"]["source_turn_ids"] == [["t0002"]]
-    assert fact["metadata"]["col_name"] == f"{USER}_facts" and fact["metadata"]["session_id"] == USER
-    experience = dump["e0001"]["metadata"]
-    assert (experience["start_time"], experience["end_time"]) == ("2026-01-01T09:00:00", "2026-01-01T09:01:00")
-    assert dump["p0001"]["metadata"]["memory_content"] == "Likes short lists."
-    assert policy.count("update") == 0  # empty collections: nothing to compare against
-    request = policy.seen[0][1]
-    prompt = request.messages[1].content
-    assert prompt.count("\n[") == 4 and "[3] (2026-01-01T09:03:00) user said: And I only have weekends." in prompt
-    assert "Water on Monday" not in prompt  # assistant turns are not memory evidence
+GREEN_TEA = "User drinks green tea every morning."
+PLAIN = ["", ""]  # formation replies that call no tool (the task opening and a turn with nothing to keep)
 
 
-async def test_remainder_of_a_task_is_formed_when_the_next_task_starts(rec: Any) -> None:
-    recorder, _ = rec
-    policy = Policy()
-    system = make(recorder, policy)
-    await system.reset(USER)
-    await feed(system, TASK0[:3] + TASK1[:1])
-    assert policy.count("formation") == 1
-    prompt = policy.seen[0][1].messages[1].content
-    assert "green tea" in prompt and "dinner" not in prompt
-    assert system.footprint().n_items == 3  # every user-side turn stored raw at once, none lost
-
-
-async def test_update_delete_removes_the_neighbour_and_keeps_the_new_fact(rec: Any) -> None:
+async def test_every_user_turn_is_formed_once_with_tool_calls(rec: Any) -> None:
     recorder, directory = rec
     policy = Policy()
-    policy.formations += [formation(facts=[("User drinks green tea every morning.", [1])]),
-                          formation(facts=[("User stopped drinking tea and drinks coffee.", [1])])]
-    policy.updates.append({"action": "delete", "target": 0, "content": None})
+    policy.formations += [formation(summary="Gardening week being planned.", persona="Gardens."),
+                          formation(facts=[GREEN_TEA], experiences=["Short lists work best for this user."],
+                                    persona="Gardens; likes short lists.")]
     system = make(recorder, policy)
     await system.reset(USER)
-    await feed(system, TASK0 + TASK1)
-    ids = [item["id"] for item in system.dump() if item["category"] == "facts"]
-    assert ids == ["f0002"]
+    await feed(system, TASK0[:3])
+    assert policy.count("formation") == 2  # the opening and the user reply; the assistant turn is not memory
+    dump = {item["id"]: item for item in system.dump()}
+    assert list(dump) == ["t0001", "p0001", "s0001", "t0002", "f0001", "e0001"]
+    assert dump["t0001"]["content"] == "user said: Plan my gardening week."
+    fact = dump["f0001"]
+    assert fact["content"] == GREEN_TEA + SOURCE_MARK + dump["t0002"]["content"]
+    assert fact["metadata"]["source_turn_ids"] == [["t0002"]] and fact["metadata"]["col_name"] == f"{USER}_facts"
+    assert dump["e0001"]["category"] == "experiences"
+    persona = dump["p0001"]["metadata"]
+    assert persona["memory_content"] == "Gardens; likes short lists." and persona["name"] == "User"
+    assert persona["source_turn_ids"] == [["t0001"], ["t0002"]]
+    # what the formation call saw: the tools in the trained format, the memory so far, one turn
+    second = policy.seen[1][1]
+    system_prompt, inputs = second.messages[0].content, second.messages[1].content
+    assert all(f'"name": "{tool}"' in system_prompt for tool in ("create_fact", "create_experience",
+                                                                 "update_persona", "update_summary"))
+    assert "<tool_call>" in system_prompt and "actionable lesson" in system_prompt
+    assert "Previous Summary: Gardening week being planned." in inputs
+    assert "Previous Personas: Name: User, Profile: Gardens." in inputs
+    assert inputs.endswith("Current Turn: user said: I drink green tea every morning and like short lists.")
+    assert "Water on Monday" not in inputs and not errors(directory)
+
+
+async def test_update_delete_removes_the_neighbour(rec: Any) -> None:
+    recorder, directory = rec
+    policy = Policy()
+    policy.formations += ["", formation(facts=[GREEN_TEA]), "", formation(facts=["User drinks coffee now."])]
+    policy.updates.append(_call("delete_item", {"id": "0"}) + _call("add_item", {"document": "User drinks coffee."}))
+    system = make(recorder, policy)
+    await system.reset(USER)
+    await feed(system, TASK0[:3] + TASK1[:3])
+    facts = [item for item in system.dump() if item["category"] == "facts"]
+    assert [f["metadata"]["memory_content"] for f in facts] == ["User drinks coffee."]
     update_prompt = policy.seen[-1][1].messages[1].content
-    assert "[0] User drinks green tea every morning." in update_prompt
+    assert f'"document": "{GREEN_TEA}"' in update_prompt and '"id": "0"' in update_prompt
     ops = [(op["op"], op["item_ids"]) for op in read_events(directory, "memory_op")]
     assert ("delete", ["f0001"]) in ops
 
@@ -178,68 +176,51 @@ async def test_update_delete_removes_the_neighbour_and_keeps_the_new_fact(rec: A
 async def test_update_rewrites_the_target_and_merges_its_sources(rec: Any) -> None:
     recorder, _ = rec
     policy = Policy()
-    policy.formations += [formation(facts=[("User drinks green tea every morning.", [1])]),
-                          formation(facts=[("User drinks green tea with honey.", [1])])]
+    policy.formations += ["", formation(facts=[GREEN_TEA]), "", formation(facts=["User drinks green tea with honey."])]
     merged = "User drinks green tea with honey every morning."
-    policy.updates.append({"action": "update", "target": 0, "content": merged})
+    policy.updates.append(_call("update_item", {"id": "0", "document": merged}))
     system = make(recorder, policy)
     await system.reset(USER)
-    await feed(system, TASK0 + TASK1)
+    await feed(system, TASK0[:3] + TASK1[:3])
     facts = [item for item in system.dump() if item["category"] == "facts"]
     assert len(facts) == 1 and facts[0]["id"] == "f0001"
     metadata = facts[0]["metadata"]
     assert metadata["memory_content"] == merged
-    assert metadata["source_turn_ids"] == [["t0002"], ["t0006"]]
-    assert (metadata["start_time"], metadata["end_time"]) == ("2026-01-01T09:01:00", "2026-01-02T09:01:00")
+    assert metadata["source_turn_ids"] == [["t0002"], ["t0004"]]
     assert facts[0]["content"].count("user said:") == 2 and "updated_time" in metadata
 
 
-async def test_invented_index_is_rejected_and_the_evidence_kept(rec: Any) -> None:
+async def test_bad_policy_output_is_recorded_and_skipped(rec: Any) -> None:
     recorder, directory = rec
     policy = Policy()
-    policy.formations += [formation(facts=[("User drinks green tea every morning.", [1])]),
-                          formation(facts=[("User has a baby.", [9])])]
-    policy.updates.append({"action": "update", "target": 7, "content": "invented"})
+    policy.formations += ["", formation(facts=[GREEN_TEA]), "no tool call at all",
+                          '<tool_call>{"name": "create_fact", "arguments": {</tool_call>' + formation(facts=["User has a baby."]),
+                          _call("drop_table", {})]
+    policy.updates += [_call("update_item", {"id": "7", "document": "invented"}) + _call("ignore_item", {"reason": "x"})]
     system = make(recorder, policy)
     await system.reset(USER)
-    await feed(system, TASK0 + TASK1)
-    facts = {item["id"]: item["metadata"] for item in system.dump() if item["category"] == "facts"}
-    assert facts["f0001"]["memory_content"] == "User drinks green tea every morning."
-    assert facts["f0002"]["memory_content"] == "User has a baby."
-    assert facts["f0002"]["source_turn_ids"] == [["t0005"], ["t0006"], ["t0007"], ["t0008"]]  # bad index: whole batch
-    kinds = [(e["error_type"], e["where"], e["recoverable"]) for e in errors(directory)]
-    assert ("MemTInvalidTarget", "memt", True) in kinds and ("MemTBadSourceTurn", "memt", True) in kinds
-
-
-async def test_ignore_and_unusable_outputs_never_crash(rec: Any) -> None:
-    recorder, directory = rec
-    policy = Policy()
-    policy.formations += [formation(facts=[("User drinks green tea every morning.", [1])]),
-                          formation(facts=[("User likes green tea in the morning.", [1])])]
-    policy.formations += ["not json at all"] * 3  # the formation and both repair rounds
-    policy.updates.append({"action": "ignore", "target": 0, "content": None})
-    system = make(recorder, policy)
-    await system.reset(USER)
-    await feed(system, TASK0 + TASK1 + TASK2)
-    assert [item["id"] for item in system.dump() if item["category"] == "facts"] == ["f0001"]
+    await feed(system, TASK0[:3] + TASK1[:3] + TASK2[:1])
+    facts = {item["id"]: item["metadata"]["memory_content"] for item in system.dump() if item["category"] == "facts"}
+    assert facts == {"f0001": GREEN_TEA}  # the invented id is rejected; ignore keeps the store
+    kinds = [e["error_type"] for e in errors(directory)]
+    assert kinds == ["MemTNoToolCall", "MemTNoToolCall", "MemTToolCallUnparseable", "MemTInvalidTarget",
+                     "MemTUnknownTool"]
     ignore = [op for op in read_events(directory, "memory_op") if op["op"] == "ignore"]
-    assert ignore and ignore[0]["patch"] == [] and ignore[0]["item_ids"] == ["f0001"]
-    assert [e["error_type"] for e in errors(directory)] == ["MemTFormationExcluded"]
-    assert sum(1 for item in system.dump() if item["category"] == "turns") == 12
+    assert ignore and ignore[0]["patch"] == []
+    assert sum(1 for item in system.dump() if item["category"] == "turns") == 5  # every user-side turn kept raw
 
 
 async def test_recorded_patches_rebuild_the_final_dump_and_calls_use_their_roles(rec: Any) -> None:
     recorder, directory = rec
     policy = Policy()
-    policy.formations += [formation(facts=[("User drinks green tea every morning.", [1])],
-                                    persona="Likes short lists.", summary="Gardening."),
-                          formation(facts=[("User drinks green tea with honey.", [1])],
-                                    experiences=[("A burned pan of lentils set off the alarm and woke the baby.", [1])],
-                                    persona="Likes short lists; has a baby.", summary="Gardening, then dinner.")]
-    policy.updates.append({"action": "update", "target": 0, "content": "User drinks green tea with honey."})
+    policy.formations += [formation(persona="Likes short lists.", summary="Gardening."), formation(facts=[GREEN_TEA]),
+                          formation(summary="Gardening, then dinner.", persona="Has a baby.", name="Mia"),
+                          formation(facts=["User drinks green tea with honey."],
+                                    experiences=["A burned pan of lentils set off the alarm: cook lentils slowly."])]
+    policy.updates.append(_call("update_item", {"id": "0", "document": "User drinks green tea with honey."}))
     system = make(recorder, policy)
     await system.reset(USER)
-    await feed(system, TASK0 + TASK1)
+    await feed(system, TASK0[:3] + TASK1[:3])
     with recorder.scope(user_id=USER, system="memt"):
         await system.search("what does the user drink", 5)
     with open_recording(directory) as reader:
@@ -247,17 +228,15 @@ async def test_recorded_patches_rebuild_the_final_dump_and_calls_use_their_roles
         roles = {(e.role, e.model) for e in reader.iter_events(kinds=["llm_call"])}
     assert list(rebuilt.values()) == system.dump()
     assert roles == {("memory_writer", "scripted"), ("reader", "scripted")}
-    persona = next(item for item in system.dump() if item["category"] == "personas")
-    assert persona["metadata"]["memory_content"] == "Likes short lists; has a baby."
-    assert len(persona["metadata"]["source_turn_ids"]) == 8
+    personas = {item["metadata"]["name"]: item for item in system.dump() if item["category"] == "personas"}
+    assert set(personas) == {"User", "Mia"}  # one profile per named person
 
 
 # -- read side ------------------------------------------------------------------------------------
 async def test_react_loop_stops_at_the_step_budget_and_deduplicates(rec: Any) -> None:
     recorder, directory = rec
     policy = Policy()
-    policy.formations.append(formation(facts=[("User drinks green tea every morning.", [1]),
-                                              ("User likes short lists.", [1])]))
+    policy.formations += ["", formation(facts=[GREEN_TEA, "User likes short lists."])]
     policy.react = lambda request: (_call("search_facts", {"query": "tea", "k": 5}) +
                                     _call("search_turns", {"query": "green tea morning", "k": 2}))
     system = make(recorder, policy)
@@ -269,15 +248,14 @@ async def test_react_loop_stops_at_the_step_budget_and_deduplicates(rec: Any) ->
     assert hits[0].score is not None and all((hits[i].score or 0) >= (hits[i + 1].score or 0) for i in range(2))
     last = policy.seen[-1][1].messages
     assert len(last) == 2 + 2 * (MAX_TOOL_STEPS - 1) and last[-1].content.startswith("<tool_response>")
-    assert "[f0001]" in last[-1].content and not errors(directory)
+    assert "[f0001]" in last[-1].content and not read_errors(directory)
     assert len(await system.search("what does the user drink", 10)) == 4  # 2 facts + 2 distinct turns
 
 
 async def test_react_finish_summary_and_parse_failures(rec: Any) -> None:
     recorder, directory = rec
     policy = Policy()
-    policy.formations.append(formation(facts=[("User drinks green tea every morning.", [1])],
-                                       summary="The user planned a gardening week."))
+    policy.formations += ["", formation(facts=[GREEN_TEA], summary="The user planned a gardening week.")]
     replies = iter(["<think>look at the summary</think>" + _call("get_summary", {}),
                     _call("search_experiences", {"query": "garden"}) + "\n" + _call("finish", {}),
                     _call("search_facts", {"query": "tea"}), '<tool_call>{"name": "search_facts", "arguments": {',
@@ -291,7 +269,7 @@ async def test_react_finish_summary_and_parse_failures(rec: Any) -> None:
     hits = await system.search("drinks", 5)  # a good step, then a truncated call: the loop ends with what it had
     assert [hit.id for hit in hits] == ["f0001"]
     assert await system.search("anything", 5) == []  # no tool call at all
-    assert [e["error_type"] for e in errors(directory)] == ["MemTToolCallUnparseable", "MemTNoToolCall"]
+    assert [e["error_type"] for e in read_errors(directory)] == ["MemTToolCallUnparseable", "MemTNoToolCall"]
     assert await system.search("anything", 0) == []
 
 
