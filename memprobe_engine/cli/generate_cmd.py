@@ -103,7 +103,7 @@ async def _episodes(specs: Path, out: Path, ids: list[str] | None, overrides: li
     llm_config = load_llm_config(config, os.environ, overrides)
     settings = RealizeSettings(seed=seed, attempts=attempts, strong_attempts=strong_attempts, max_tokens=max_tokens,
                                filler_cap=filler_cap)
-    stamp = lambda line: console.print(f"[{dt.datetime.now():%H:%M:%S}] {line}", markup=False)  # noqa: E731
+    stamp = lambda line: console.print(f"[{dt.datetime.now():%H:%M:%S}] {line}", markup=False)
     summary = await realize_suite(RealizeRequest(specs, out, ids, settings, concurrency), llm_config,
                                   cache=ResponseCache(), progress=stamp)
     s = summary.stats

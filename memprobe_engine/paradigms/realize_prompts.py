@@ -20,6 +20,12 @@ SYSTEM = ("You write short, realistic chat sessions between a user and their AI 
           "that tests long-term memory. Follow the instructions exactly, copy every quoted value word for word, "
           "and never mention a value you were told to avoid.")
 
+# One-sentence refusals by domain (upstream gives such examples too; the wording is ours).
+_DECLINE = {
+    "personal": '"A friend keeps telling me to try {other}, but honestly I\'m sticking with {cur}. Anyway, ..."',
+    "work": '"Someone floated {other} in the meeting, but we decided against it: {cur} stays. Anyway, ..."',
+    "agentic": '"A teammate suggested {other}, but we are keeping {cur} for now. Anyway, ..."',
+}
 REPLY_FORMAT = "Write only the dialogue, one turn per line, each starting with USER:, ASSISTANT: or TOOL:."
 _STYLE = {
     "personal": "a casual chat about daily life",
@@ -71,7 +77,8 @@ def _instructions(plan: SessionPlan, spec: LatentSpec, fact: str) -> list[str]:
                 f"the user's {fact} does not change.")]
     if kind == "decoy_nonupdate":
         return [f"Scenario: {plan.brief}.", (f'"{other}" comes up; in one short sentence the user declines it and '
-                f'says they keep "{cur}". Then the chat moves on. Both "{other}" and "{cur}" appear word for word.')]
+                f'says they keep "{cur}". Then the chat moves on. Both "{other}" and "{cur}" appear word for word.'),
+                f"The USER line could read: {_DECLINE.get(spec.domain, _DECLINE['work']).format(other=other, cur=cur)}"]
     if kind == "stale_reference":
         return [(f'An old document, tracker or cached record still shows "{other}" for {fact}. The user notices the '
                 f"entry is out of date but does not fix it in this chat.")]
