@@ -32,7 +32,7 @@ from memprobe_engine.events.writer import EventWriter, open_writer
 #: Config keys that legitimately differ between shards of one run.
 SHARD_KEYS = frozenset({"shard", "fingerprint", "merged_from"})
 #: Event fields holding the ``seq`` of another event in the same recording.
-SEQ_FIELDS = ("call_seq", "rescore_of")
+SEQ_FIELDS = ("call_seq", "rescore_of", "llm_call_seq")  # llm_call_seq: protocol B's probe_answer
 _MISSING = object()
 
 

@@ -171,3 +171,27 @@ def test_dry_run_describes_the_plan_without_calls() -> None:
     assert lines[0].startswith(f"suite {SAMPLE}: 2 episode(s) × 3 system(s) = 6 unit(s)")
     assert "sessions ingested by memory systems: 42" in lines[2]
     assert "reader calls" in lines[3] and lines[3].endswith(": 16")
+
+
+def test_shards_cover_every_unit_once_and_merge_into_one_recording(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    from memprobe_engine.cli.merge_cmd import merge_recordings
+
+    monkeypatch.setenv("MEMPROBE_CACHE_DIR", str(tmp_path / "cache"))
+    systems = ["full_context", "latest_value", "oracle_rag"]
+    shards = []
+    for index in range(2):
+        plan = ParadigmPlan(sessions_dir=SAMPLE, systems=systems, shard=(index, 2))
+        shards.append(asyncio.run(run_paradigms(plan, tmp_path / "rec", llm_config=_config(),
+                                                backend_factory=lambda spec: ParadigmOracle(),
+                                                embedder=BagOfWordsEmbedder(hashed=True))))
+    assert [s.name for s in shards] == ["rec.shard-0-of-2", "rec.shard-1-of-2"]
+    merge_recordings(tmp_path / "merged", shards)
+    with open_recording(tmp_path / "merged") as rec:
+        events = list(rec.iter_events())
+    units = [(e.user_id, e.system) for e in events if e.kind == "span_begin" and e.span_kind == "episode"]
+    assert sorted(units) == sorted((e, s) for e in ("PILOT-01A", "PILOT-01B") for s in systems)
+    calls = {e.seq: e for e in events if e.kind == "llm_call"}
+    answers = [e for e in events if e.kind == "probe_answer" and e.system != "latest_value"]
+    assert len(answers) == 16 and all(calls[a.llm_call_seq].role == "reader" for a in answers)  # type: ignore[index]
+
