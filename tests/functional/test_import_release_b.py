@@ -9,6 +9,7 @@ import orjson
 from typer.testing import CliRunner
 
 from memprobe_engine.cli.import_cmd import import_app
+from memprobe_engine.events.paradigms import ProbeAnswer, ProbeScore
 from memprobe_engine.events.reader import open_recording
 from memprobe_engine.imports.release_b import import_release_b
 from memprobe_engine.report.paradigm_frames import load_paradigm_frames
@@ -31,14 +32,14 @@ def test_recordings_hold_every_prediction_rescored(tmp_path: Path) -> None:
     rec = tmp_path / "out" / "recordings" / "baselines_report_amem_qwen3__amem_full"
     with open_recording(rec) as reader:
         assert reader.header.suite == "paradigms" and reader.damage.clean
-        answers = list(reader.iter_events(kinds=["probe_answer"]))
-        scores = list(reader.iter_events(kinds=["probe_score"]))
+        answers = list(reader.iter_of(ProbeAnswer))
+        scores = list(reader.iter_of(ProbeScore))
     assert len(answers) == 15 and len(scores) == 14          # PILOT-77X is recorded but has no gold
     assert all(s.system == "amem_full" and s.scorer_version for s in scores)
     excluded = [s for s in scores if s.excluded]
     assert [(s.episode_id, s.probe_type) for s in excluded] == [("PILOT-02B", "current_value")]
     first = answers[0]
-    assert first.answer == {"answer": "CrossFit Central", "reason": first.answer["reason"]}  # type: ignore[index]
+    assert first.answer is not None and first.answer["answer"] == "CrossFit Central"
     assert first.question == "What gym does the user currently go to?"   # from episodes.jsonl
     # The report side reads the imported recording like a run's.
     frame = load_paradigm_frames([rec]).probes
@@ -71,7 +72,7 @@ def test_reimport_replaces_recordings(tmp_path: Path) -> None:
     assert again.reports[0].agree == 13
     rec = tmp_path / "out" / "recordings" / "baselines_report_amem_qwen3__amem_full"
     with open_recording(rec) as reader:
-        assert len(list(reader.iter_events(kinds=["probe_score"]))) == 14
+        assert len(list(reader.iter_of(ProbeScore))) == 14
 
 
 REAL = Path(__file__).resolve().parents[1] / "fixtures" / "release-b-real"
