@@ -275,3 +275,19 @@ async def test_escape_cancels_a_running_rerun_before_it_leaves(tmp_path: Path) -
         await pilot.press("escape")
         await pilot.pause()
         assert isinstance(app.screen, ParadigmOverviewScreen)
+
+
+async def test_the_palette_jumps_to_any_episode_or_probe() -> None:
+    app = paradigm_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("ctrl+p")
+        await pilot.pause()
+        for key in "probe PILOT-01B × full_context · P2":
+            await pilot.press("space" if key == " " else key)
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, ProbeScreen)
+        assert (screen.episode_id, screen.system, screen.probe_index) == ("PILOT-01B", "full_context", 1)

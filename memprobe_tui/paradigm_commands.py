@@ -1,0 +1,57 @@
+"""Command palette (Ctrl+P) on a paradigm recording: jump to any episode's sessions or any probe,
+under any system. Offers nothing on other recordings (the protocol-A provider covers those)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+
+from textual.command import DiscoveryHit, Hit, Hits, Provider
+
+from memprobe_engine.replay import ReplaySession
+from memprobe_engine.replay.paradigm_queries import PROBE_ABBREV, episode_rows, is_paradigm_recording
+from memprobe_tui.screens.episode_stepper import EpisodeScreen
+from memprobe_tui.screens.probe_inspector import ProbeScreen
+
+Candidate = tuple[str, Callable[[], None], str]
+
+
+class ParadigmCommands(Provider):
+    """Candidates are built once per palette opening (``startup``), from the run index."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self._candidates: list[Candidate] = []
+
+    def _episode(self, session: ReplaySession, episode_id: str, system: str) -> None:
+        self.app.push_screen(EpisodeScreen(session, episode_id, system))
+
+    def _probe(self, session: ReplaySession, episode_id: str, system: str, probe_index: int) -> None:
+        self.app.push_screen(ProbeScreen(session, episode_id, system, probe_index))
+
+    async def startup(self) -> None:
+        session = getattr(self.screen, "session", None)
+        if not isinstance(session, ReplaySession) or not is_paradigm_recording(session) or not session.indexed:
+            return
+        found: list[Candidate] = []
+        for row in episode_rows(session):
+            cell = f"{row.episode_id} × {row.system}"
+            found.append((f"episode {cell}", partial(self._episode, session, row.episode_id, row.system),
+                          f"{row.paradigm} · {row.condition} · {row.sessions} sessions"))
+            for probe in row.probes:
+                name = PROBE_ABBREV.get(probe.probe_type, probe.probe_type)
+                found.append((f"probe {cell} · P{probe.probe_index + 1} {name}",
+                              partial(self._probe, session, row.episode_id, row.system, probe.probe_index),
+                              f"{probe.probe_type}: gold beside answer, sub-scores, re-run"))
+        self._candidates = found
+
+    async def discover(self) -> Hits:
+        for name, run, help_text in self._candidates[:20]:
+            yield DiscoveryHit(name, run, help=help_text)
+
+    async def search(self, query: str) -> Hits:
+        matcher = self.matcher(query)
+        for name, run, help_text in self._candidates:
+            score = matcher.match(name)
+            if score > 0:
+                yield Hit(score, matcher.highlight(name), run, help=help_text)
