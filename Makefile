@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.memprobe-installed
 
-.PHONY: demo demo-paradigms test install bench clean
+.PHONY: demo demo-paradigms test test-extras install bench clean
 
 # The quick run: one sample user, three dimensions (preference, knowledge, episodic), nomem and
 # longctx_full, both access modes, attribution, on the embedded models (sessions/quick.toml).
@@ -46,6 +46,13 @@ demo-paradigms: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
+
+# The third-party memory libraries (mem0ai, graphiti-core, langmem) and, for each, a protocol-A mini
+# session (SIGKILL + resume) and a protocol-B sample episode on the embedded model. Slow: see README.
+EXTRAS := mem0ai,graphiti,langmem
+test-extras: $(STAMP)
+	$(BIN)/python -m pip install --quiet -e ".[local,dev,$(EXTRAS)]"
+	$(BIN)/python -m pytest -q -m extras tests/functional/test_library_adapters.py
 
 bench: $(STAMP)
 	$(BIN)/python bench/recording.py
