@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, ClassVar, Literal
 
 from textual.app import App
 from textual.binding import Binding, BindingType
+from textual.dom import DOMNode
 from textual.screen import Screen
 from textual.widgets import HelpPanel
 
@@ -18,24 +19,31 @@ from memprobe_engine.replay import ReplaySession, RescoreFunction, resolve_resco
 from memprobe_engine.replay.paradigm_queries import is_paradigm_recording
 from memprobe_tui.commands import ReplayCommands
 from memprobe_tui.keymap import DEFAULT_KEYMAP, load_keymap, unknown_ids
-from memprobe_tui.paradigm_commands import ParadigmCommands
 from memprobe_tui.screens.base import ReplayScreen
 from memprobe_tui.screens.browser import BrowserScreen
 from memprobe_tui.screens.dimension import DimensionScreen
 from memprobe_tui.screens.episode_stepper import EpisodeScreen
+from memprobe_tui.screens.help import HelpScreen
 from memprobe_tui.screens.llm_call import LLMCallScreen
 from memprobe_tui.screens.memory import MemoryScreen
 from memprobe_tui.screens.overview import OverviewScreen
 from memprobe_tui.screens.paradigm_overview import ParadigmOverviewScreen
 from memprobe_tui.screens.probe_inspector import ProbeScreen
+from memprobe_tui.screens.text_view import TextViewScreen
 from memprobe_tui.screens.transcript import TranscriptScreen
+from memprobe_tui.widgets.detail_log import DetailLog
+from memprobe_tui.widgets.search_prompt import SearchPrompt
 
 if TYPE_CHECKING:
     from memprobe_engine.replay.paradigm_rerun import ProbeRerunHook  # loads the reader: only for the type
 
 SCREENS: tuple[type[Screen[None]], ...] = (ReplayScreen, BrowserScreen, OverviewScreen, TranscriptScreen,
-                                           MemoryScreen, DimensionScreen, LLMCallScreen)
+                                           MemoryScreen, DimensionScreen, LLMCallScreen, TextViewScreen,
+                                           HelpScreen)
 SCREENS += (ParadigmOverviewScreen, EpisodeScreen, ProbeScreen)  # protocol B: paradigm recordings
+
+#: Widgets with bindings of their own (their ids can be remapped in the keymap file too).
+BINDING_WIDGETS: tuple[type[DOMNode], ...] = (DetailLog, SearchPrompt)
 
 
 class MemProbeApp(App[None]):
@@ -46,7 +54,7 @@ class MemProbeApp(App[None]):
         Binding("f1", "toggle_help", "Help", id="app.help"),
         Binding("q", "quit", "Quit", show=False, id="app.quit"),  # in F1 help and the palette; saves footer room at 80 columns
     ]
-    COMMANDS = App.COMMANDS | {ReplayCommands, ParadigmCommands}
+    COMMANDS = App.COMMANDS | {ReplayCommands}
 
     def __init__(self, *, session: ReplaySession | None = None, folder: Path | None = None,
                  rescore: RescoreFunction | None | Literal["auto"] = "auto",
@@ -66,6 +74,7 @@ class MemProbeApp(App[None]):
         self.folder = folder or Path("recordings")
         self.rescore: RescoreFunction | None = resolve_rescore() if rescore == "auto" else rescore
         self.keymap_path = keymap_path
+        self.rerun_logs: dict[tuple[str, str, str, str], str] = {}
         #: The protocol-B probe re-run; None: the probe inspector builds the default on first use.
         self.probe_rerun = probe_rerun
 
@@ -109,7 +118,11 @@ class MemProbeApp(App[None]):
 
     # -- global actions ------------------------------------------------------------------------
     def action_toggle_help(self) -> None:
-        if self.screen.query(HelpPanel):
+        # Screens of a recording have their own help (what the numbers mean, then the live keys);
+        # others (the palette, a prompt) get Textual's key panel.
+        if isinstance(self.screen, ReplayScreen):
+            self.screen.action_help()
+        elif self.screen.query(HelpPanel):
             self.action_hide_help_panel()
         else:
             self.action_show_help_panel()
@@ -118,6 +131,6 @@ class MemProbeApp(App[None]):
 def known_binding_ids() -> set[str]:
     """Every binding id of the app and its screens (to flag keymap entries that match none)."""
     ids = {b.id for b in MemProbeApp.BINDINGS if isinstance(b, Binding) and b.id}
-    for screen in SCREENS:
-        ids |= {b.id for b in screen.BINDINGS if isinstance(b, Binding) and b.id}
+    for owner in (*SCREENS, *BINDING_WIDGETS):
+        ids |= {b.id for b in owner.BINDINGS if isinstance(b, Binding) and b.id}
     return ids

@@ -15,6 +15,9 @@ class Navigator(Protocol):
     """Implemented by :class:`memprobe_tui.app.MemProbeApp`."""
 
     rescore: RescoreFunction | None
+    #: The streamed output of the last re-run per (recording, user, system, dimension) while the app
+    #: runs, so leaving and reopening an inspector does not lose what the models said.
+    rerun_logs: dict[tuple[str, str, str, str], str]
 
     def open_overview(self, session: ReplaySession) -> None: ...
 

@@ -13,6 +13,8 @@ from rich.text import Text
 
 from memprobe_engine.replay import LLMCallView, describe, detail_lines
 from memprobe_engine.replay.memory_view import item_links
+from memprobe_engine.replay.textdiff import item_changes
+from memprobe_tui.timefmt import duration, local_time
 
 Lines = list[Text]
 _ENVELOPE = ("seq:", "kind:", "time:", "span_id:", "parent_span_id:", "user_id:", "system:", "dimension:")
@@ -56,6 +58,8 @@ def event_detail(event: Any) -> Lines:
         lines += [pretty(op["value"]) for op in event.patch if "value" in op and isinstance(op["value"], dict)]
     elif kind == "llm_call":
         lines += [Text(summary), field("request", event.request_hash)]
+        if (why := cut_off(event)) is not None:
+            lines.append(Text(f"⚠ {why}", style="bold yellow"))
         if event.response_text:
             lines += [heading("response"), Text(event.response_text)]
         if event.error:
@@ -64,16 +68,30 @@ def event_detail(event: Any) -> Lines:
     else:
         lines += [Text(line) for line in detail_lines(event) if not line.startswith(_ENVELOPE)]
     # Where the event sits comes last: the title bar already says which user, system and step.
-    lines.append(Text(f"span {event.span_id} ← {event.parent_span_id} · time {event.time:.3f}", style="dim"))
+    lines.append(Text(f"span {event.span_id} ← {event.parent_span_id} · {local_time(event.time)}", style="dim"))
     return lines
+
+
+def cut_off(event: Any) -> str | None:
+    """Why a reply looks cut off by max_tokens, or None: the backend said ``length``, or (when it
+    said nothing) the completion used the whole max_tokens budget."""
+    reason = getattr(event, "finish_reason", None)
+    if reason == "length":
+        return "cut off by max_tokens (finish reason: length)"
+    limit = (event.params or {}).get("max_tokens")
+    if reason is None and isinstance(limit, int) and limit > 0 and event.usage.completion_tokens >= limit:
+        return f"probably cut off: used all {limit} max_tokens (the backend gave no finish reason)"
+    return None
 
 
 def call_detail(view: LLMCallView) -> Lines:
     """Everything recorded about an LLM call, request resolved from payloads."""
     e = view.event
     usage = f"{e.usage.prompt_tokens} prompt + {e.usage.completion_tokens} completion tokens"
+    finish = getattr(e, "finish_reason", None)
     lines: Lines = [field("role", e.role), field("model", f"{e.model} ({e.backend})"), field("tokens", usage),
-                    field("latency", f"{e.latency_s:.3f} s"),
+                    field("finish reason", finish or "not reported"),
+                    field("time", f"{local_time(e.time)} · latency {duration(e.latency_s)}"),
                     field("cache hit", "yes" if e.cache_hit else "no", "green" if e.cache_hit else ""),
                     field("request hash", e.request_hash), field("params", e.params)]
     if e.replica:
@@ -93,7 +111,10 @@ def call_detail(view: LLMCallView) -> Lines:
         lines += [Text(f"── {message.role}{ref}", style="bold cyan"), Text(message.content)]
     if view.schema is not None:
         lines += [heading("response schema"), pretty(view.schema)]
-    lines += [heading("response"), Text(e.response_text or "(no text)")]
+    lines.append(heading("response"))
+    if (why := cut_off(e)) is not None:
+        lines.append(Text(f"⚠ {why}", style="bold yellow"))
+    lines.append(Text(e.response_text or "(no text)"))
     if e.parsed is not None:
         lines += [heading("parsed"), pretty(e.parsed)]
     if view.missing:
@@ -101,12 +122,35 @@ def call_detail(view: LLMCallView) -> Lines:
     return lines
 
 
-def item_detail(item_id: str, item: dict[str, Any] | None, mark: str, history: list[Any] | None) -> Lines:
-    """An item's native fields, the items it links to, and the ops that touched it."""
+DIFF_STYLES = {"same": "", "old": "red strike", "new": "bold green underline"}  # strike/underline: NO_COLOR-safe
+
+
+def diff_lines(before: dict[str, Any] | None, after: dict[str, Any] | None) -> Lines:
+    """An update as old → new per changed field: removed words struck, added words underlined."""
+    lines: Lines = [heading("old → new (struck: removed, underlined: added)")]
+    for change in item_changes(before, after):
+        text = Text()
+        text.append(f"{change.name}: ", style="bold")
+        pieces = change.pieces()
+        for i, (kind, piece) in enumerate(pieces):
+            text.append(piece, style=DIFF_STYLES[kind])
+            if kind == "old" and i + 1 < len(pieces) and pieces[i + 1][0] == "new" and not piece[-1:].isspace():
+                text.append(" → ", style="dim")  # "t+2m → t+7m": a replaced word stays readable unstyled
+        lines.append(text)
+    return lines
+
+
+def item_detail(item_id: str, item: dict[str, Any] | None, mark: str, history: list[Any] | None,
+                before: dict[str, Any] | None = None) -> Lines:
+    """An item's native fields (an update's old → new first), the items it links to, and the ops
+    that touched it."""
     if item is None:
         return [Text(f"{item_id}: not in the store at this step", style="dim")]
     state = {"+": " — added at this step", "~": " — updated at this step", "-": " — deleted at this step"}
     lines: Lines = [Text(f"{item_id}{state.get(mark, '')}", style="bold")]
+    if mark == "~":
+        lines += diff_lines(before, item)
+        lines.append(heading("fields now"))
     lines += [field(k, v) for k, v in item.items() if k != "id"]
     links = item_links(item)
     if links:

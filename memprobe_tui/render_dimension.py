@@ -67,6 +67,12 @@ def mode_lines(mode: ModeDetail, live: dict[str, Any] | None) -> Lines:
         if stage.reason:
             text.append(f" — {stage.reason}", style="dim")
         lines.append(text)
+    for stage in mode.rescore_stages:
+        text = Text(f"  re-score stage {stage.stage}: ", style="cyan")
+        text.append(stage.verdict, style=_VERDICT_STYLE.get(stage.verdict, "yellow"))
+        if stage.reason:
+            text.append(f" — {stage.reason}", style="dim")
+        lines.append(text)
     for stage in (live or {}).get("stages", []):
         lines.append(Text(f"  re-run stage {stage[0]}: {stage[1]}", style="magenta"))
     if mode.label is not None:

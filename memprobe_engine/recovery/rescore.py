@@ -222,7 +222,8 @@ async def rescore_dimension(request: Any, sink: Any, *, llm_config: Any | None =
             sink.note(event.name)
 
     sink.note(f"models: slot_filler {config.spec_for('slot_filler').spec_string()}, "
-              f"recovery_judge {config.spec_for('recovery_judge').spec_string()} (fresh calls, no cache)")
+              f"recovery_judge {config.spec_for('recovery_judge').spec_string()}, "
+              f"attribution_judge {config.spec_for('attribution_judge').spec_string()} (fresh calls, no cache)")
     # A live re-run asks the models again: answering from the response cache would only replay the
     # original output of the same model.
     await rescore(request.recording, cases,

@@ -60,6 +60,9 @@ class ModeDetail:
     judge: Any | None = None
     pair: ScorePair | None = None
     stages: list[Any] = field(default_factory=list)
+    #: Attribution stages of the latest re-score of this mode (kept in its own ``rescore`` span), so
+    #: a re-run's verdicts are still shown after the inspector is reopened.
+    rescore_stages: list[Any] = field(default_factory=list)
     label: Any | None = None
     call_seqs: list[int] = field(default_factory=list)
 
@@ -197,6 +200,26 @@ def _mode_detail(session: ReplaySession, span: SpanRec, owner: frozenset[str], s
     return detail
 
 
+def _add_rescore_stages(session: ReplaySession, modes: dict[str, ModeDetail], user_id: str, system: str,
+                        dimension: str) -> None:
+    """Give each mode the attribution stages of its latest ``rescore`` span (by recording order)."""
+    index = session.index
+    with index.lock:
+        latest: dict[str, tuple[SpanRec, frozenset[str]]] = {}
+        for span in index.spans.values():
+            if span.kind == "rescore" and (span.user_id, span.system) == (user_id, system) and \
+                    (span.dimension or span.attrs.get("dimension")) == dimension:
+                mode = str(span.attrs.get("mode", "?"))
+                if mode not in latest or span.line > latest[mode][0].line:
+                    latest[mode] = (span, frozenset(index.descendants(span)))
+        scanned = index.scanned_lines
+    for mode, (span, owner) in latest.items():
+        if mode in modes:
+            last = span.end_line if span.end_line is not None else scanned - 1
+            step = StepRef(span.span_id, "turn", -1, -1, span.line, last, owner)
+            modes[mode].rescore_stages = [e for e in step_events(session, step) if e.kind == "attribution_stage"]
+
+
 def dimension_detail(session: ReplaySession, user_id: str, system: str, dimension: str) -> DimensionDetail:
     """Gather the detail (reads the dimension's few spans; may rebuild a store: run it in a worker)."""
     index = session.index
@@ -219,6 +242,7 @@ def dimension_detail(session: ReplaySession, user_id: str, system: str, dimensio
     for (u, s, d, mode), pair in pairs.items():  # a re-score of a mode whose span is not indexed
         if (u, s, d) == (user_id, system, dimension) and mode not in modes:
             modes[mode] = ModeDetail(mode=mode, pair=pair)
+    _add_rescore_stages(session, modes, user_id, system, dimension)
     target, note = load_target(session, user_id, dimension, system)
     category = (target.category if target else None) or (dim_span.attrs.get("category") if dim_span else None) \
         or (episode.category if episode else "?")

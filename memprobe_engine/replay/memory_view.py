@@ -24,6 +24,8 @@ class StoreRow:
     item_id: str
     mark: str
     item: dict[str, Any]
+    #: The item in the store before the step (an update's old side; None for an added item).
+    before: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -87,9 +89,9 @@ def matches(row: StoreRow, group: tuple[str, str] | None, search: str) -> bool:
 
 
 def diff_rows(before: Items, after: Items) -> list[StoreRow]:
-    rows = [StoreRow(i, "+" if i not in before else ("~" if before[i] != item else " "), item)
+    rows = [StoreRow(i, "+" if i not in before else ("~" if before[i] != item else " "), item, before.get(i))
             for i, item in after.items()]
-    rows += [StoreRow(i, "-", item) for i, item in before.items() if i not in after]
+    rows += [StoreRow(i, "-", item, item) for i, item in before.items() if i not in after]
     return rows
 
 

@@ -1,30 +1,49 @@
 """What every screen shares: the title line, the damage banner, the footer, redraw when the followed
-recording grows, and the one handler that surfaces worker failures."""
+recording grows, the one handler that surfaces worker failures, and the keys every screen has:
+``?``/F1 help (the screen's ``HELP`` text and its live keys), ``i`` the run's settings, ``y`` copy
+to the clipboard (OSC 52), ``w``/``W`` export Markdown/JSON, Esc back (hidden where there is nothing
+to go back to)."""
 
 from __future__ import annotations
 
 import traceback
 from typing import ClassVar, cast
 
+from rich.text import Text
+
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
+from textual.widget import Widget
 from textual.widgets import Footer
 from textual.worker import Worker, WorkerState
 
 from memprobe_engine.errors import MemProbeError
 from memprobe_engine.replay import ReplaySession
+from memprobe_tui.export import ExportDoc, export_dir, text_doc, write_export
 from memprobe_tui.messages import RecordingGrew
 from memprobe_tui.navigation import Navigator
 from memprobe_tui.widgets.damage_banner import DamageBanner
+from memprobe_tui.widgets.detail_log import DetailLog
 from memprobe_tui.widgets.title_bar import TitleBar
 
 
 class ReplayScreen(Screen[None]):
     """Base screen. ``session`` is None only for the recordings browser."""
 
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "back", "Back", id="screen.back")]
+    #: Markdown shown by the help screen above the key list: what this screen's numbers, columns and
+    #: marks mean. Every screen sets its own.
+    HELP: ClassVar[str] = ""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "back", "Back", id="screen.back"),
+        Binding("question_mark,f1", "help", "Help", key_display="?", id="screen.help"),
+        Binding("i", "settings", "Settings", show=False, id="screen.settings"),
+        Binding("y", "copy", "Copy", show=False, id="screen.copy"),
+        Binding("w", "export('md')", "Export .md", show=False, id="screen.export_md"),
+        Binding("W", "export('json')", "Export .json", show=False, id="screen.export_json"),
+    ]
 
     def __init__(self, session: ReplaySession | None) -> None:
         super().__init__()
@@ -43,8 +62,14 @@ class ReplayScreen(Screen[None]):
         """The app, seen as the navigator that opens other screens."""
         return cast(Navigator, self.app)
 
-    def set_title(self, text: str) -> None:
+    def set_title(self, text: str | Text) -> None:
+        self._title_text = str(text)
         self.query_one(TitleBar).set(text)
+
+    @property
+    def title_text(self) -> str:
+        """What the title bar says now (the full-screen view and exports reuse it)."""
+        return getattr(self, "_title_text", "")
 
     def show_damage(self) -> None:
         message = self.session.damage_message() if self.session is not None else None
@@ -64,9 +89,78 @@ class ReplayScreen(Screen[None]):
     def on_recording_grew(self, message: RecordingGrew) -> None:
         self.reload()
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "back":
+            return self.can_go_back()  # the first screen has nowhere to go: no `esc Back` in its footer
+        if action == "settings":
+            return self.session is not None
+        return True
+
+    def can_go_back(self) -> bool:
+        return len(self.app.screen_stack) > 2
+
     def action_back(self) -> None:
-        if len(self.app.screen_stack) > 2:
+        if self.can_go_back():
             self.app.pop_screen()
+
+    def returned_from_memory(self, user_id: str, system: str, seq: int) -> None:
+        """The memory screen above was left at ``seq`` (the transcript moves there; others ignore it)."""
+
+    # -- help, settings, copy, export ------------------------------------------------------------
+    def action_help(self) -> None:
+        from memprobe_tui.screens.help import HelpScreen, key_lines  # help imports the widgets, not screens
+
+        self.app.push_screen(HelpScreen(self.title_text or type(self).__name__, self.HELP, key_lines(self)))
+
+    def action_settings(self) -> None:
+        if self.session is None:
+            return
+        from memprobe_tui.render_settings import settings_lines
+        from memprobe_tui.screens.text_view import TextViewScreen
+
+        self.app.push_screen(TextViewScreen(f"settings of {self.session.header.run_id}",
+                                            settings_lines(self.session.header)))
+
+    def focused_pane(self) -> DetailLog | None:
+        """The text pane copy/export act on: the focused one, else the screen's first."""
+        focused: Widget | None = self.focused
+        if isinstance(focused, DetailLog):
+            return focused
+        panes = list(self.query(DetailLog))
+        return panes[0] if panes else None
+
+    def export_document(self) -> ExportDoc | None:
+        """What ``y``/``w``/``W`` copy or export here; screens with a table or a transcript override it."""
+        pane = self.focused_pane()
+        if pane is None:
+            return None
+        return text_doc(self.export_name("text"), self.title_text or "MemProbe", pane.text())
+
+    def export_name(self, what: str) -> str:
+        run = self.session.header.run_id if self.session is not None else "memprobe"
+        return f"{run}-{what}"
+
+    def action_copy(self) -> None:
+        doc = self.export_document()
+        if doc is None:
+            self.notify("Nothing to copy on this screen.")
+            return
+        self.app.copy_to_clipboard(doc.markdown)
+        self.notify(f"Copied {len(doc.markdown):,} characters to the clipboard (OSC 52: your terminal must allow it;"
+                    " tmux: set-clipboard on). w writes a file instead.", timeout=6)
+
+    def action_export(self, fmt: str) -> None:
+        doc = self.export_document()
+        if doc is None:
+            self.notify("Nothing to export on this screen.")
+            return
+        try:
+            path = write_export(doc, fmt)
+        except OSError as err:
+            self.notify(f"Cannot write to {export_dir()}: {err}. Set MEMPROBE_EXPORT_DIR to a writable folder.",
+                        severity="error", timeout=15)
+            return
+        self.notify(f"Exported to {path}", timeout=8)
 
     @on(Worker.StateChanged)
     def surface_worker_failure(self, event: Worker.StateChanged) -> None:

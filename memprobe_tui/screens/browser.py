@@ -1,6 +1,8 @@
-"""Recordings browser (``memprobe tui [DIR]``): every recording in a folder, newest first, with its
-suite, systems, users, status and headline B. The list comes from headers at once; each headline
-needs an index pass, so a worker fills them in one by one."""
+"""Recordings browser (``memprobe tui [DIR]``): every recording in a folder, newest first, named by
+its folder, with status, headline B (systems under test: the nomem baseline left out), run id,
+suite, systems, users and size. The list comes from headers at once; each headline needs an index
+pass, so a worker fills them in one by one. While any run is live the list refreshes itself, and
+only the recordings that changed get their headline recomputed."""
 
 from __future__ import annotations
 
@@ -20,10 +22,12 @@ from memprobe_engine.replay.catalog import headline_and_damage
 from memprobe_tui.messages import Loaded
 from memprobe_tui.screens.base import ReplayScreen
 from memprobe_tui.widgets.table_fill import fill_table
+from memprobe_tui.widgets.table_search import SearchableTable
 
 # The columns one decides by come first, so they stay visible at 80 columns.
-COLUMNS = [("run", "run"), ("status", "status"), ("B full/top-k", "b"), ("created", "created"),
-           ("systems", "systems"), ("users", "users"), ("suite", "suite"), ("size", "size")]
+COLUMNS = [("folder", "folder"), ("status", "status"), ("B full/top-k", "b"), ("created", "created"),
+           ("systems", "systems"), ("users", "users"), ("run id", "run"), ("suite", "suite"), ("size", "size")]
+REFRESH_EVERY_S = 2.0
 _STATUS_STYLE = {"completed": "green", "running": "yellow", "incomplete": "red", "failed": "bold red",
                  "interrupted": "red", "unreadable": "bold red"}
 
@@ -50,6 +54,21 @@ class BrowserScreen(ReplayScreen):
     BrowserScreen DataTable { height: 1fr; }
     """
 
+    HELP = """\
+**Recordings** in a folder, newest first. `folder` is the recording's directory (runs made with
+the same command differ only there), `status` completed / running (a live writer) / incomplete
+(no run_end and no writer: a crash or Ctrl-C — `memprobe run` with the same command resumes it) /
+failed / unreadable (the reason is shown instead of numbers).
+
+`B full/top-k` is the headline hidden-state recovery score of the run: the mean over the memory
+systems under test of each system's B (0–1), with the full store / with top-k retrieval. The
+`nomem` baseline is left out (it is the no-memory reference), unless the run holds nothing else.
+`…` while it is being computed, `—` when nothing is judged yet.
+
+The list refreshes by itself every few seconds while a run is live; `r` rescans now; `/` searches
+the rows; Enter opens a recording.
+"""
+
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("enter", "open", "Open", priority=True, id="browser.open"),
         Binding("r", "rescan", "Rescan", id="browser.rescan"),
@@ -63,19 +82,27 @@ class BrowserScreen(ReplayScreen):
         self.entries: list[RecordingEntry] = []
         self.headlines: dict[Path, str] = {}
         self.damage: dict[Path, int] = {}
+        self._seen: dict[Path, tuple[int, str]] = {}  # path -> (size, status) its headline was computed at
 
     def compose(self) -> ComposeResult:
         yield from self.compose_top()
-        yield DataTable[object](id="recordings", cursor_type="row", zebra_stripes=True)
+        yield SearchableTable(id="recordings")
         yield from self.compose_bottom()
 
     def on_mount(self) -> None:
         self.query_one(DataTable).focus()
         self.action_rescan()
+        self.set_interval(REFRESH_EVERY_S, self._refresh_live)
 
     def action_rescan(self) -> None:
         self.set_title(f"recordings in {self.folder} · scanning…")
+        self._seen.clear()
         self._scan()
+
+    def _refresh_live(self) -> None:
+        busy = any(w.group == "scan" and w.is_running for w in self.workers)
+        if not busy and any(e.status == "running" for e in self.entries):
+            self._scan()  # only recordings whose size or status changed are re-read
 
     @work(thread=True, exclusive=True, group="scan", exit_on_error=False, name="recordings scan")
     def _scan(self) -> None:
@@ -85,7 +112,9 @@ class BrowserScreen(ReplayScreen):
         for entry in entries:  # newest first, so the rows one looks at fill in first
             if worker.is_cancelled:
                 return
-            if entry.problem is None:
+            state = (entry.size_bytes, entry.status)
+            if entry.problem is None and self._seen.get(entry.path) != state:
+                self._seen[entry.path] = state  # an unchanged recording keeps its headline
                 board, damage = headline_and_damage(entry.path)
                 self.post_message(Loaded("headline", (entry.path, board, damage)))
 
@@ -93,8 +122,9 @@ class BrowserScreen(ReplayScreen):
     def _loaded(self, message: Loaded) -> None:
         if message.what == "entries":
             self.entries = message.data
-            self.headlines.clear()
-            self.damage.clear()
+            present = {e.path for e in self.entries}
+            self.headlines = {p: h for p, h in self.headlines.items() if p in present and p in self._seen}
+            self.damage = {p: d for p, d in self.damage.items() if p in self.headlines}
             self._fill()
             self.set_title(f"recordings in {self.folder} · {len(self.entries)} found"
                            + ("" if self.entries else " — runs write here with `memprobe run --record DIR`"))
@@ -113,9 +143,10 @@ class BrowserScreen(ReplayScreen):
         for e in self.entries:
             created = dt.datetime.fromtimestamp(e.created).strftime("%Y-%m-%d %H:%M")
             rows.append((str(e.path), (
-                e.run_id if not e.problem else e.path.name, _status(e, self.damage.get(e.path)),
+                e.path.name, _status(e, self.damage.get(e.path)),
                 self.headlines.get(e.path, "—" if e.problem else "…"), created, ",".join(e.systems) or "—",
-                "—" if e.users is None else str(e.users), e.suite, _size(e.size_bytes))))
+                "—" if e.users is None else str(e.users), e.run_id if not e.problem else "—", e.suite,
+                _size(e.size_bytes))))
         fill_table(self.query_one(DataTable), COLUMNS, rows)
 
     def action_cursor(self, delta: int) -> None:

@@ -52,8 +52,33 @@ class MessageSink:
 class DimensionScreen(ReplayScreen):
     """``dimension`` None opens the unit's first dimension."""
 
+    HELP = """\
+**Dimension inspector** for one user × system × hidden dimension. *target*: the hidden user state
+the memory should let an assistant recover (short form, then the explanation). *task*: the
+request whose episode was meant to surface it. *evidence turns*: the turns that carried it (matched
+on the attribution's stage-1 evidence, else on the target's words).
+
+Then per access mode — **dump_all** (the slot-filler read the full store) and **retrieve** (only
+the top-k items retrieved for the query, shown with their similarity scores):
+
+| line | meaning |
+| --- | --- |
+| slot-fill | what the slot-filler recovered from memory (— excluded, with the reason) |
+| judge | the recovery judge's 0–1 score; `re-score (n)` the latest of n recorded re-scores; `re-run` a live re-run |
+| stage 0 | task design: can the task invite the dimension at all (can_invite / cannot_invite) |
+| stage 1 | disclosure: did the user disclose it in the dialogue (disclosed → a memory failure if not recovered) |
+| stage 2 | elicitation vs strictness: was it elicited, or is the judge too strict |
+| attribution | the resulting label: ok, memory_failure, task_design_failure, … |
+
+`r` re-runs slot-fill, judge and attribution with fresh model calls (the status line shows the
+step, elapsed time and an upper-bound ETA; Esc cancels); the new scores are appended to the
+recording. `c` opens the judge's LLM call, `t` the task's transcript, `e` the first evidence turn,
+`[`/`]` the previous/next dimension, `s` the next system.
+"""
+
     DEFAULT_CSS = """
     DimensionScreen DetailLog { height: 1fr; border-top: none; }
+    DimensionScreen DetailLog:focus { border-top: heavy $accent; }
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -78,7 +103,7 @@ class DimensionScreen(ReplayScreen):
     def compose(self) -> ComposeResult:
         yield from self.compose_top()
         yield DetailLog(id="dimension")
-        yield RerunPanel(id="rerun")
+        yield RerunPanel(id="rerun", wrap=True)
         yield from self.compose_bottom()
 
     def on_mount(self) -> None:
@@ -87,8 +112,17 @@ class DimensionScreen(ReplayScreen):
             self.dimension = names[0] if names else None
         self.reload()
 
+    def _rerun_key(self) -> tuple[str, str, str, str]:
+        return str(self.session.directory), self.user_id, self.system, self.dimension or ""
+
     def reload(self) -> None:
         super().reload()
+        panel = self.query_one(RerunPanel)
+        if not self.rerun_running():
+            if (earlier := self.nav.rerun_logs.get(self._rerun_key())) is not None:
+                panel.restore(f"re-score {self.dimension}", earlier)
+            else:
+                panel.remove_class("shown")
         if self.dimension is None:
             self.set_title(f"{self.user_id} × {self.system} · no dimensions recorded yet")
             return
@@ -127,8 +161,9 @@ class DimensionScreen(ReplayScreen):
         if self.dimension is None or self.rerun_running():
             return
         self.live = {}
-        self.query_one(RerunPanel).start(f"re-score {self.dimension}")
-        self._rerun(rescore, RescoreRequest(self.session.directory, self.user_id, self.system, self.dimension))
+        request = RescoreRequest(self.session.directory, self.user_id, self.system, self.dimension)
+        self.query_one(RerunPanel).start(f"re-score {self.dimension}", len(request.modes))
+        self._rerun(rescore, request)
 
     @work(exclusive=True, group="rescore", exit_on_error=False, name="re-score")
     async def _rerun(self, rescore: RescoreFunction, request: RescoreRequest) -> None:
@@ -165,8 +200,9 @@ class DimensionScreen(ReplayScreen):
     @on(RescoreFinished)
     def _rescore_finished(self, message: RescoreFinished) -> None:
         panel = self.query_one(RerunPanel)
-        panel.status(f"re-score {message.outcome}" + (" — scores appended to the recording" if message.outcome == "done"
-                                                      else ""))
+        panel.finish(message.outcome)
+        if self.dimension is not None:  # kept for this session: reopening the inspector shows it again
+            self.nav.rerun_logs[self._rerun_key()] = panel.text
         if message.outcome == "done":
             self._pick_up()
 

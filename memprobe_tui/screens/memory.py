@@ -30,8 +30,26 @@ class MemoryScreen(ReplayScreen):
     MemoryScreen #search { display: none; height: 3; }
     MemoryScreen #search.shown { display: block; }
     MemoryScreen StoreTable { height: 1fr; }
-    MemoryScreen DetailLog { height: 8; }
+    MemoryScreen DetailLog { height: 1fr; }
     """
+
+    HELP = """\
+**Memory store** of one system for one user, rebuilt at a point of the recording (time travel) and
+compared with the store one step earlier. Info line: `vs seq N` the point compared against,
+`+a ~u -d` items added, updated and deleted since then, the category filter, the search text.
+
+| mark | meaning |
+| --- | --- |
+| + | added at this step |
+| ~ | updated at this step: the detail shows old → new, removed words struck, added underlined |
+| - | deleted at this step (kept in the list, struck out) |
+| (blank) | unchanged |
+
+`n`/`p` move a turn, `[`/`]` one memory operation; `f` cycles the category (or collection) filter,
+`c` shows only changed items, `/` filters by text in ids and fields. Tab moves to the detail pane
+(the item's fields, links and the history of operations that touched it), which scrolls and goes
+full screen with z. Esc returns to the transcript at the turn shown here.
+"""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("n", "step_turn(1)", "Turn", key_display="n/p", id="memory.next_turn"),
@@ -133,13 +151,16 @@ class MemoryScreen(ReplayScreen):
     def _show_item(self) -> None:
         key = self.query_one(StoreTable).selected_key()
         if self.view is None or key is None:
-            self.query_one(DetailLog).show(["(no items)"] if self.view else [])
+            empty = "(no item matches the search or filter)" if self.search or self.group or self.changes_only \
+                else "(no items)"
+            self.query_one(DetailLog).show([empty] if self.view else [])
             return
         deleted = key.startswith("-")
         item_id = key[1:] if deleted else key
         row = next((r for r in self.view.rows if r.item_id == item_id and (r.mark == "-") == deleted), None)
         history = self.history.get(item_id)
-        self.query_one(DetailLog).show(item_detail(item_id, row.item if row else None, row.mark if row else " ", history))
+        self.query_one(DetailLog).show(item_detail(item_id, row.item if row else None, row.mark if row else " ", history,
+                                                   row.before if row else None))
         if history is None:
             self._load_history(item_id, self.view.after_seq)
 
@@ -212,4 +233,7 @@ class MemoryScreen(ReplayScreen):
             box.remove_class("shown")
             self.query_one(StoreTable).focus()
             return
+        stack = self.app.screen_stack
+        if self.seqs is not None and len(stack) > 1 and isinstance(stack[-2], ReplayScreen):
+            stack[-2].returned_from_memory(self.user_id, self.system, self.seqs[1])  # carry the position back
         super().action_back()

@@ -1,8 +1,9 @@
 """Run overview: systems × users with B (full store / top-k), A, C, D and footprint; live progress.
 
 This screen owns the recording's session work: it starts the index pass (a thread worker reporting
-progress) and, while the run has no run_end, a follow timer that picks up appended events and tells
-whichever screen is on top to redraw.
+progress) and a follow timer that picks up appended events and tells whichever screen is on top to
+redraw — every second while the run is live, and every few seconds after it ended, because a
+re-score (from the TUI or ``memprobe rescore``) appends to a finished recording too.
 """
 
 from __future__ import annotations
@@ -20,12 +21,42 @@ from textual.timer import Timer
 from textual.widgets import ProgressBar
 from textual.worker import get_current_worker
 
-from memprobe_engine.replay import ReplaySession, score_board, units
+from memprobe_engine.replay import ReplaySession, ScoreBoard, UnitInfo, score_board, units
+from memprobe_tui.export import ExportDoc, table_doc
 from memprobe_tui.messages import IndexProgress, Loaded, RecordingGrew
 from memprobe_tui.screens.base import ReplayScreen
-from memprobe_tui.widgets.score_table import ALL_USERS, ScoreTable
+from memprobe_tui.widgets.score_table import ALL_USERS, SORTS, ScoreTable
+from memprobe_tui.widgets.search_prompt import SearchPrompt
+from memprobe_tui.widgets.table_search import table_cells
 
 FOLLOW_EVERY_S = 1.0
+IDLE_FOLLOW_TICKS = 3  # a finished recording is checked every third tick
+
+HELP = """\
+**Run overview**: one row per memory system (its mean over users, user `*`), then one row per
+user × system (a *unit*: one simulated user's whole trajectory with one memory system).
+
+| column | meaning |
+| --- | --- |
+| Status | `done/total` units for a system row; per unit: ok, running, pending, error, stopped (open with no live writer) |
+| B full | hidden-state recovery B with the **full store** given to the slot-filler (dump_all): the judge's 0–1 score per dimension, averaged per category, then over categories |
+| B top-k | the same when the slot-filler sees only the **top-k retrieved** items (retrieve) |
+| A % | task completion: % of episodes that ended with the simulated user satisfied |
+| C | mean turns per task (lower: the assistant needed fewer turns) |
+| D | mean preference score (1–5) the preference judge gave the assistant's turns |
+| Items | memory items at the end of the trajectory (footprint E) |
+| Chars | mean characters per item (footprint E) |
+
+| mark | meaning |
+| --- | --- |
+| † | the full store overflowed the reader's context: a diagnostic, excluded from B |
+| * | includes re-scored dimensions (the latest score counts; the inspector shows both) |
+| — | not produced yet, or nothing judged |
+
+`f` keeps only rows whose system or user contains a text; `o` cycles the sort (by B full, B top-k,
+A, C, D, Items, Chars: highest first, within and across systems); `/` searches the rows. `x` opens
+the dimension × system grid, `P` the plots, `i` the run's settings.
+"""
 
 
 class OverviewScreen(ReplayScreen):
@@ -41,15 +72,24 @@ class OverviewScreen(ReplayScreen):
         Binding("enter", "transcript", "Transcript", priority=True, id="overview.transcript"),
         Binding("d", "dimension", "Dimensions", id="overview.dimension"),
         Binding("m", "memory", "Memory", id="overview.memory"),
+        Binding("x", "grid", "Grid", id="overview.grid"),
+        Binding("P", "plots", "Plots", id="overview.plots"),
+        Binding("f", "filter", "Filter", show=False, id="overview.filter"),
+        Binding("o", "sort", "Sort", show=False, id="overview.sort"),
         Binding("j", "cursor(1)", "Down", show=False, id="overview.down"),
         Binding("k", "cursor(-1)", "Up", show=False, id="overview.up"),
     ]
+    HELP = HELP
 
     def __init__(self, session: ReplaySession) -> None:
         super().__init__(session)
         self.session: ReplaySession = session
         self._follow_timer: Timer | None = None
         self._frozen = False
+        self._ticks = 0
+        self._data: tuple[ScoreBoard, list[UnitInfo]] | None = None
+        self.only = ""
+        self.sort: str | None = None
 
     def compose(self) -> ComposeResult:
         yield from self.compose_top()
@@ -111,11 +151,11 @@ class OverviewScreen(ReplayScreen):
             self.post_message(RecordingGrew(added))
 
     def _poll(self) -> None:
-        if self.session.live:
-            if not any(w.group == "follow" and w.is_running for w in self.workers):
-                self._follow()  # a burst of appends may take longer than one tick: never stack passes
-        elif self._follow_timer is not None:
-            self._follow_timer.stop()  # the run ended: nothing more will be appended
+        self._ticks += 1
+        if not self.session.live and self._ticks % IDLE_FOLLOW_TICKS:
+            return  # the run ended: only re-scores append now, look less often
+        if not any(w.group == "follow" and w.is_running for w in self.workers):
+            self._follow()  # a burst of appends may take longer than one tick: never stack passes
 
     # -- message handlers ----------------------------------------------------------------------
     def on_index_progress(self, message: IndexProgress) -> None:
@@ -133,15 +173,18 @@ class OverviewScreen(ReplayScreen):
             self._frozen = True
             gc.freeze()
         self.query_one(ProgressBar).add_class("done")
-        self.query_one(ScoreTable).show(board, unit_list, self.session.writer_alive())
+        self._data = (board, unit_list)
+        self._show_table()
         done = sum(u.status == "ok" for u in unit_list)
         if self.session.live:
             state = f"live: {done}/{len(unit_list)} units done" if self.session.writer_alive() else \
                 f"no run_end: {done}/{len(unit_list)} units done (interrupted?)"
-            if self._follow_timer is None:
-                self._follow_timer = self.set_interval(FOLLOW_EVERY_S, self._poll)
         else:
             state = f"{self.session.index.run_status}: {done}/{len(unit_list)} units"
+        if self._follow_timer is None:
+            self._follow_timer = self.set_interval(FOLLOW_EVERY_S, self._poll)
+        if self.only or self.sort:
+            state += (f" · only “{self.only}”" if self.only else "") + (f" · sorted by {self.sort}" if self.sort else "")
         self._title(state)
         self.seen_version = self.session.version
         self.show_damage()
@@ -152,7 +195,45 @@ class OverviewScreen(ReplayScreen):
         if top is not self and isinstance(top, ReplayScreen) and top.session is self.session:
             top.post_message(RecordingGrew(message.added))
 
+    def _show_table(self) -> None:
+        if self._data is not None:
+            board, unit_list = self._data
+            self.query_one(ScoreTable).show(board, unit_list, self.session.writer_alive(), self.only, self.sort)
+
     # -- actions -------------------------------------------------------------------------------
+    def action_filter(self) -> None:
+        self.app.push_screen(SearchPrompt("keep rows whose system or user contains… (empty: all rows)", self.only,
+                                          label="Enter: filter · empty Enter: show all · Esc: cancel"),
+                             self._filter)
+
+    def _filter(self, text: str | None) -> None:
+        self.only = text or ""
+        self._redraw_state()
+
+    def action_sort(self) -> None:
+        order: list[str | None] = [None, *SORTS]
+        self.sort = order[(order.index(self.sort) + 1) % len(order)]
+        self.notify(f"sorted by {self.sort}, highest first" if self.sort else "recording order", timeout=3)
+        self._redraw_state()
+
+    def _redraw_state(self) -> None:
+        if self._data is not None:
+            self.post_message(Loaded("overview", self._data))
+
+    def action_grid(self) -> None:
+        from memprobe_tui.screens.grid import GridScreen
+
+        self.app.push_screen(GridScreen(self.session))
+
+    def action_plots(self) -> None:
+        from memprobe_tui.screens.plots import PlotsScreen
+
+        self.app.push_screen(PlotsScreen(self.session))
+
+    def export_document(self) -> ExportDoc | None:
+        columns, rows = table_cells(self.query_one(ScoreTable))
+        return table_doc(self.export_name("overview"), f"Overview of {self.session.header.run_id}", columns, rows)
+
     def _cell(self) -> tuple[str, str] | None:
         picked = self.query_one(ScoreTable).selected()
         if picked is None:

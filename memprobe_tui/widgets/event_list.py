@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from rich.text import Text
+from textual.binding import Binding, BindingType
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
@@ -27,8 +28,9 @@ def event_prompt(event: Any) -> Text:
     return text
 
 
-class EventList(OptionList):
-    """Not focusable: the screen's keys drive the highlight, so stepping never fights focus."""
+class EventList(OptionList, inherit_bindings=False):
+    """Focusable, but the screen's keys drive the highlight (j/k, ↑/↓ step events across turns), so
+    stepping never fights the list's own cursor; Home/End and g/G go to the step's first/last event."""
 
     DEFAULT_CSS = """
     EventList {
@@ -42,11 +44,20 @@ class EventList(OptionList):
     EventList > .option-list--option-highlighted {
         text-style: bold;
     }
+    EventList:focus {
+        border: none;
+        background-tint: $foreground 4%;
+    }
+    EventList:focus > .option-list--option-highlighted {
+        text-style: bold reverse;
+    }
     """
 
-    def __init__(self, *, id: str | None = None) -> None:
-        super().__init__(id=id)
-        self.can_focus = False
+    BINDINGS: ClassVar[list[BindingType]] = [
+        # The transcript screen implements ``edge_event``; other screens simply lack the action.
+        Binding("home,g", "screen.edge_event(0)", "First event", show=False, id="events.first"),
+        Binding("end,G", "screen.edge_event(-1)", "Last event", show=False, id="events.last"),
+    ]
 
     def show(self, events: list[Any], highlight: int = 0) -> None:
         self.set_options(Option(event_prompt(e)) for e in events)

@@ -1,19 +1,33 @@
-"""The re-run panel: a status line and the re-score's streamed output (a Log: Line API, appends
-are cheap however long the stream gets)."""
+"""The re-run panel: a status line with progress per step and an ETA, and the re-score's streamed
+output in a read-only, soft-wrapping text area (appends are cheap; long lines wrap to the width).
+
+Progress counts the steps the stream announces (a new ``stage`` label: slot-fill, judge,
+attribution stage 0/1/2, per access mode). The attribution may stop early (a disclosed target
+ends it after stage 1), so the total is an upper bound, and so is the ETA: the mean time of a
+finished step times the steps that may remain.
+"""
 
 from __future__ import annotations
 
+import time
+
 from textual.app import ComposeResult
 from textual.containers import Vertical
-from textual.widgets import Log, Static
+from textual.widgets import Log, Static, TextArea
+
+from memprobe_tui.timefmt import duration
+
+#: Steps per access mode at most: slot-fill, judge, attribution stages 0, 1 and 2.
+STEPS_PER_MODE = 5
 
 
 class RerunPanel(Vertical):
-    """Hidden until a re-run starts; stays visible afterwards with its outcome."""
+    """Hidden until a re-run starts; stays visible afterwards with its outcome and output."""
 
     DEFAULT_CSS = """
     RerunPanel {
-        height: 10;
+        height: 45%;
+        min-height: 8;
         border-top: solid $accent;
         display: none;
     }
@@ -21,45 +35,133 @@ class RerunPanel(Vertical):
         display: block;
     }
     RerunPanel > #rerun-status {
-        height: 1;
+        height: auto;
+        max-height: 2;
         padding: 0 1;
         background: $accent 20%;
     }
-    RerunPanel > Log {
+    RerunPanel > TextArea {
         height: 1fr;
+        border: none;
+        padding: 0 1;
         background: $surface;
+    }
+    RerunPanel > TextArea:focus {
+        border: none;
+        background-tint: $foreground 3%;
     }
     """
 
     def compose(self) -> ComposeResult:
         yield Static("", id="rerun-status")
-        log = Log(id="rerun-log", highlight=False)
-        log.can_focus = False  # the screen owns the keys (j/k scroll the inspector, Esc cancels)
-        yield log
+        if self._wrap:
+            yield TextArea("", id="rerun-log", read_only=True, soft_wrap=True, show_line_numbers=False,
+                           highlight_cursor_line=False, compact=True)
+        else:
+            log = Log(id="rerun-log", highlight=False)
+            log.can_focus = False
+            yield log
 
-    def __init__(self, *, id: str | None = None) -> None:
+    def __init__(self, *, id: str | None = None, wrap: bool = False) -> None:
+        """``wrap``: a soft-wrapping, focusable text area (the dimension inspector); False keeps the
+        original one-line-per-line Log (what screens written against it expect)."""
         super().__init__(id=id)
+        self._wrap = wrap
         self._stage: str | None = None
+        self._title = ""
+        self._started = 0.0
+        self._step_started = 0.0
+        self._steps = 0
+        self._total = STEPS_PER_MODE * 2
+        self._outcome: str | None = None
 
-    def start(self, title: str) -> None:
+    def on_mount(self) -> None:
+        self.set_interval(1.0, self._tick)
+
+    @property
+    def text(self) -> str:
+        if self._wrap:
+            return self.query_one(TextArea).text
+        return "\n".join(self.query_one(Log).lines)
+
+    @property
+    def steps(self) -> int:
+        return self._steps
+
+    def start(self, title: str, modes: int = 2) -> None:
+        """A re-run of ``title`` (the dimension) under ``modes`` access modes begins."""
         self.add_class("shown")
-        self._stage = None
-        self.query_one(Log).clear()
-        self.status(f"⟳ {title} — running (Esc cancels)")
+        self._stage, self._title, self._outcome = None, title, None
+        self._started = self._step_started = time.monotonic()
+        self._steps, self._total = 0, STEPS_PER_MODE * max(1, modes)
+        self._clear("")
+        self._tick()
+
+    def restore(self, title: str, text: str) -> None:
+        """Show the output of an earlier re-run of this dimension (the inspector was reopened)."""
+        self.add_class("shown")
+        self._title, self._outcome = title, "shown again"
+        self._clear(text)
+        self._set_status(f"last {title} in this session (r runs it again)")
+
+    def finish(self, outcome: str) -> None:
+        self._outcome = outcome
+        took = duration(time.monotonic() - self._started) if self._started else "?"
+        self._set_status(f"{self._title}: {outcome} · {took}, steps: {self._steps}"
+                         + (" — scores appended to the recording" if outcome == "done" else ""))
 
     def status(self, text: str) -> None:
+        """Say ``text`` on the status line; the automatic progress stops (the caller took over)."""
+        self._outcome = self._outcome or "status set by the screen"
+        self._set_status(text)
+
+    def _set_status(self, text: str) -> None:
         self.query_one("#rerun-status", Static).update(text)
 
+    def progress_text(self, now: float | None = None) -> str:
+        """``⟳ TITLE running · step 3/≤10 (judge) · 41.0 s · ≤ 1 min 36 s left · Esc cancels``."""
+        now = time.monotonic() if now is None else now
+        elapsed = now - self._started
+        parts = [f"⟳ {self._title} running", f"step {max(1, self._steps)}/≤{self._total}"
+                 + (f" ({self._stage})" if self._stage else ""), duration(elapsed)]
+        finished = max(0, self._steps - 1)
+        if finished:
+            left = (self._step_started - self._started) / finished * (self._total - finished) - (now - self._step_started)
+            parts.append(f"≤ {duration(max(0.0, left))} left")
+        parts.append("Esc cancels")
+        return " · ".join(parts)
+
+    def _tick(self) -> None:
+        if self._started and self._outcome is None and self.has_class("shown"):
+            self._set_status(self.progress_text())
+
     def write(self, text: str, stage: str | None = None) -> None:
-        """Append streamed text; a new ``stage`` starts its own headed section."""
+        """Append streamed text; a new ``stage`` starts its own headed section (and a step)."""
         if stage is not None and stage != self._stage:
             self._stage = stage
+            self._steps += 1
+            self._step_started = time.monotonic()
             self.line(f"── {stage}")
-        self.query_one(Log).write(text)
+            self._tick()
+        self._append(text)
 
     def line(self, text: str) -> None:
         """A line of its own (a note, a stage header), even in the middle of streamed text."""
-        log = self.query_one(Log)
-        # Only ``write`` is used: Log's write_line adds lines behind the line write() extends.
-        open_line = bool(log.lines and log.lines[-1])
-        log.write(("\n" if open_line else "") + text + "\n")
+        current = self.text
+        self._append(("\n" if current and not current.endswith("\n") else "") + text + "\n")
+
+    def _clear(self, text: str) -> None:
+        if self._wrap:
+            self.query_one(TextArea).load_text(text)
+        else:
+            log = self.query_one(Log)
+            log.clear()
+            log.write(text)
+
+    def _append(self, text: str) -> None:
+        if not self._wrap:
+            self.query_one(Log).write(text)  # Log's write_line would add behind the line write() extends
+            return
+        area = self.query_one(TextArea)
+        area.insert(text, area.document.end, maintain_selection_offset=False)
+        area.scroll_end(animate=False)

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from rich.text import Text
+from textual.binding import Binding, BindingType
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
@@ -19,8 +22,9 @@ def episode_prompt(episode: EpisodeInfo) -> Text:
     return text
 
 
-class StepList(OptionList):
-    """Task headers (disabled, for orientation) and their steps; the screen drives the highlight."""
+class StepList(OptionList, inherit_bindings=False):
+    """Task headers (disabled, for orientation) and their steps; the screen drives the highlight.
+    Focused, ↑/↓ (j/k) move a step, PageUp/PageDown a task, Home/End (g/G) the first/last step."""
 
     DEFAULT_CSS = """
     StepList {
@@ -36,11 +40,27 @@ class StepList(OptionList):
         color: $text;
         text-style: bold;
     }
+    StepList:focus {
+        border: none;
+        border-right: heavy $accent;
+        background-tint: $foreground 4%;
+    }
+    StepList:focus > .option-list--option-highlighted {
+        text-style: bold reverse;
+    }
     """
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("j,down", "screen.step_turn(1)", "Next step", show=False, id="steps.next"),
+        Binding("k,up", "screen.step_turn(-1)", "Prev step", show=False, id="steps.prev"),
+        Binding("pagedown", "screen.step_task(1)", "Next task", show=False, id="steps.next_task"),
+        Binding("pageup", "screen.step_task(-1)", "Prev task", show=False, id="steps.prev_task"),
+        Binding("home,g", "screen.goto_step('first')", "First step", show=False, id="steps.first"),
+        Binding("end,G", "screen.goto_step('last')", "Last step", show=False, id="steps.last"),
+    ]
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
-        self.can_focus = False
         self._option_of_step: list[int] = []
 
     def show(self, episodes: list[EpisodeInfo]) -> None:

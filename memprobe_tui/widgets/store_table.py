@@ -3,21 +3,24 @@
 from __future__ import annotations
 
 from rich.text import Text
-from textual.widgets import DataTable
+from typing import ClassVar
 
 from memprobe_engine.replay.memory_view import StoreRow, item_text
 from memprobe_tui.widgets.table_fill import fill_table
+from memprobe_tui.widgets.table_search import SearchableTable
 
 MARK_STYLES = {"+": "bold green", "~": "bold yellow", "-": "red strike", " ": ""}
 MARK_NAMES = {"+": "added", "~": "updated", "-": "deleted", " ": ""}
 COLUMNS = [("±", "mark"), ("id", "id"), ("group", "group"), ("text", "text")]
 
 
-class StoreTable(DataTable[object]):
+class StoreTable(SearchableTable):
     """Row keys are item ids (deleted ones prefixed with ``-``, so an id can appear once each way)."""
 
+    SEARCHABLE: ClassVar[bool] = False  # the memory screen's ``/`` filters the store instead
+
     def __init__(self, *, id: str | None = None) -> None:
-        super().__init__(id=id, cursor_type="row", zebra_stripes=False)
+        super().__init__(id=id, zebra_stripes=False)
 
     def show(self, rows: list[StoreRow], group_field: str | None) -> None:
         cells: list[tuple[str, tuple[Text, ...]]] = []

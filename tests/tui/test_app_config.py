@@ -7,13 +7,15 @@ from pathlib import Path
 
 import pytest
 from textual.screen import Screen
-from textual.widgets import HelpPanel
 
 from memprobe_engine.replay import ReplaySession
 from memprobe_tui.app import SCREENS, MemProbeApp, known_binding_ids
 from memprobe_tui.keymap import load_keymap
 from memprobe_tui.screens.dimension import DimensionScreen
+from memprobe_tui.screens.help import HelpScreen
+from memprobe_tui.screens.overview import OverviewScreen
 from memprobe_tui.screens.transcript import TranscriptScreen
+from memprobe_tui.widgets.detail_log import DetailLog
 
 from .conftest import RUN
 from .helpers import settle
@@ -64,14 +66,18 @@ async def test_no_color_flag_makes_the_app_monochrome(monkeypatch: pytest.Monkey
         await settle(pilot)
 
 
-async def test_f1_toggles_the_help_panel() -> None:
+async def test_f1_and_question_mark_open_the_screens_own_help_and_close_it() -> None:
     app = _app()
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
-        await pilot.press("f1")
-        assert app.screen.query(HelpPanel)
-        await pilot.press("f1")
-        assert not app.screen.query(HelpPanel)
+        for key in ("f1", "question_mark"):
+            await pilot.press(key)
+            await settle(pilot)
+            assert isinstance(app.screen, HelpScreen)
+            text = app.screen.query_one(DetailLog).text()
+            assert "B full" in text and "keys of this screen" in text
+            await pilot.press(key)
+            assert isinstance(app.screen, OverviewScreen)
 
 
 async def test_command_palette_jumps_to_a_dimension() -> None:

@@ -7,12 +7,12 @@ import asyncio
 from pathlib import Path
 
 import pytest
-from textual.widgets import Log
 
 from memprobe_engine.replay import RescoreRequest, RescoreSink
 from memprobe_tui.app import MemProbeApp
 from memprobe_tui.screens.dimension import DimensionScreen
 from memprobe_tui.widgets.detail_log import DetailLog
+from memprobe_tui.widgets.rerun_panel import RerunPanel
 from memprobe_tui.widgets.score_table import ScoreTable
 
 from .conftest import make_app
@@ -62,8 +62,7 @@ async def test_escape_cancels_a_running_rerun_and_stays_on_the_inspector() -> No
         await pilot.pause(0.2)
         assert screen.rerun_running()
         assert STARTED and STARTED[0].dimension == "composure_under_strain" and STARTED[0].system == "amem"
-        log = screen.query_one("#rerun-log", Log)
-        assert "token" in "".join(log.lines)
+        assert "token" in screen.query_one(RerunPanel).text
         assert "running" in text_of(pilot, "#rerun-status")
         await pilot.press("escape")
         await pilot.pause(0.2)
@@ -87,12 +86,12 @@ async def test_rerun_streams_text_and_shows_the_new_score_beside_the_original() 
         assert "judge: 0.75" in before and "re-score (1): 1" in before  # the recorded re-score
         await pilot.press("r")
         await settle(pilot)
-        log = "\n".join(screen.query_one("#rerun-log", Log).lines)
+        log = screen.query_one(RerunPanel).text
         assert '── judge dump_all\n{"reason": "matches the target", "score": 1.0}\n' in log
         after = _inspector_text(screen)
         assert "judge: 0.75   re-score (1): 1   re-run: 1" in after
         assert "re-run stage 0: can_invite" in after
-        assert "re-score done" in text_of(pilot, "#rerun-status")
+        assert "re-score composure_under_strain: done" in text_of(pilot, "#rerun-status")
 
 
 async def test_rerun_without_an_engine_function_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -150,3 +149,27 @@ async def test_a_finished_rerun_is_read_back_and_the_overview_updates(run_copy: 
 def text_of_row(app: MemProbeApp, key: str) -> str:
     table = app.screen.query_one(ScoreTable)
     return " ".join(str(cell) for cell in table.get_row(key))
+
+
+async def test_a_reopened_inspector_shows_the_last_rerun_output_and_progress_counts_steps() -> None:
+    app = make_app(rescore=quick_rescore)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("enter", "d", "r")
+        await settle(pilot)
+        panel = app.screen.query_one(RerunPanel)
+        assert panel.steps == 1  # one announced stage: the judge
+        assert "steps: 1" in text_of(pilot, "#rerun-status")
+        await pilot.press("escape", "d")
+        await settle(pilot)
+        reopened = app.screen.query_one(RerunPanel)
+        assert reopened is not panel and reopened.has_class("shown")
+        assert "matches the target" in reopened.text and "last re-score" in text_of(pilot, "#rerun-status")
+
+
+def test_progress_line_gives_an_upper_bound_eta_from_finished_steps() -> None:
+    panel = RerunPanel(wrap=True)
+    panel._title, panel._started, panel._step_started, panel._steps, panel._stage = "re-score d", 100.0, 130.0, 3, "judge"
+    text = panel.progress_text(now=140.0)
+    # two steps took 30 s: 15 s each, 8 may remain → 120 s, 10 s of the current one already spent
+    assert "step 3/≤10 (judge)" in text and "40.0 s" in text and "≤ 1 min 50 s left" in text

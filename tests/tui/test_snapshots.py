@@ -1,4 +1,4 @@
-"""SVG snapshots of every screen at 80×24 (the SSH minimum) and 120×40.
+"""SVG snapshots of every screen and view at 80×24 (the SSH minimum) and 120×40.
 
 Update after an intended change with ``pytest tests/tui --snapshot-update`` and review the SVGs.
 """
@@ -12,6 +12,8 @@ import pytest
 from textual.pilot import Pilot
 
 from memprobe_tui.app import MemProbeApp
+from memprobe_tui.screens.memory import MemoryScreen
+from memprobe_tui.widgets.store_table import StoreTable
 
 from .conftest import FIXTURES, REPO, TRUNCATED, make_app
 from .helpers import settle
@@ -33,6 +35,20 @@ def keys(*pressed: str) -> Steps:
     return run
 
 
+async def memory_update(pilot: Pilot[None]) -> None:
+    """mem0's store at its one update, the updated item's old → new diff in the detail."""
+    await keys("j", "j", "j", "m")(pilot)
+    screen = pilot.app.screen
+    assert isinstance(screen, MemoryScreen)
+    while screen.view is not None and not any(r.mark == "~" for r in screen.view.rows):
+        await pilot.press("left_square_bracket")
+        await settle(pilot)
+    assert screen.view is not None
+    row = [r.mark for r in screen.view.rows].index("~")
+    screen.query_one(StoreTable).move_cursor(row=row)
+    await settle(pilot)
+
+
 SCREENS: dict[str, tuple[Callable[[], MemProbeApp], Steps]] = {
     "browser": (lambda: MemProbeApp(folder=FIXTURES.relative_to(REPO), rescore=None, keymap_path=None), keys()),
     "overview": (make_app, keys()),
@@ -42,6 +58,17 @@ SCREENS: dict[str, tuple[Callable[[], MemProbeApp], Steps]] = {
     "dimension": (make_app, keys("enter", "d")),
     "dimension_rerun": (lambda: make_app(rescore=quick_rescore), keys("enter", "d", "r")),
     "llm_call": (make_app, keys("enter", "d", "c")),
+    "llm_call_end": (make_app, keys("enter", "d", "c", "G")),
+    "full_screen": (make_app, keys("enter", "d", "c", "z", "G")),
+    "help_overview": (make_app, keys("question_mark")),
+    "settings": (make_app, keys("i")),
+    "grid": (make_app, keys("x")),
+    "plots": (make_app, keys("P")),
+    "overview_filtered": (make_app, keys("f", "m", "e", "m", "0", "enter", "o")),
+    "transcript_search": (make_app, keys("enter", "slash", *"assistant", "enter", "n")),
+    "transcript_detail_focused": (make_app, keys("enter", "n", "tab")),
+    "memory_update": (make_app, memory_update),
+    "search_prompt": (make_app, keys("enter", "slash", *"memo")),
 }
 
 

@@ -1,0 +1,71 @@
+"""The run's settings as a readable panel (``i`` on any screen of a recording): what was run, with
+which models per role, dimensions, k, turn cap and the rest of the resolved configuration the
+header holds — so a score can be read next to the choices that produced it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from rich.text import Text
+
+from memprobe_engine.events.header import RecordingHeader
+from memprobe_tui.render import Lines, field, heading
+from memprobe_tui.timefmt import local_time
+
+#: Plain-language names of the configuration keys runs record (others are shown by their key).
+LABELS: dict[str, str] = {
+    "suite": "suite", "sessions": "sessions folder", "users": "users", "dimensions": "dimensions",
+    "systems": "memory systems", "modes": "access modes (dump_all = full store, retrieve = top-k)",
+    "max_turns": "turn cap per task", "k": "k (retrieval top-k for slot-fill)", "agent_k": "agent's top-k per turn",
+    "seed": "seed", "temperature": "temperature", "agent_max_tokens": "agent max tokens",
+    "simulator_max_tokens": "simulator max tokens", "judge_max_tokens": "judge max tokens",
+    "preference_judge": "preference judge", "shard": "shard", "embeddings": "embeddings",
+    "fingerprint": "fingerprint (resume guard)",
+}
+
+
+def _value(value: Any) -> str:
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return f"{', '.join(value)} ({len(value)})" if len(value) > 3 else ", ".join(value)
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    return value if isinstance(value, str) else orjson.dumps(value).decode()
+
+
+def model_roles(config: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """role -> resolved spec entry, from ``config["models"]`` (nested as ``{"models": {...}}``)."""
+    models = config.get("models") or {}
+    if isinstance(models, dict) and isinstance(models.get("models"), dict):
+        models = models["models"]
+    return {str(k): v for k, v in models.items() if isinstance(v, dict)} if isinstance(models, dict) else {}
+
+
+def settings_lines(header: RecordingHeader) -> Lines:
+    config = header.config
+    lines: Lines = [heading("run"), field("run id", header.run_id), field("suite", header.suite),
+                    field("created", local_time(header.created)), field("schema version", str(header.schema_version))]
+    lines.append(heading("benchmark settings"))
+    for key, value in config.items():
+        if key == "models":
+            continue
+        lines.append(field(LABELS.get(key, key), _value(value)))
+    roles = model_roles(config)
+    if roles:
+        lines.append(heading("models per role"))
+        width = max(len(r) for r in roles)
+        for role, entry in roles.items():
+            spec = str(entry.get("spec") or f"{entry.get('backend')}:{entry.get('model')}")
+            text = Text(f"  {role:<{width}}  ", style="bold")
+            text.append(spec, style="cyan")
+            if entry.get("origin"):
+                text.append(f"  (from {entry['origin']})", style="dim")
+            lines.append(text)
+    else:
+        lines += [heading("models per role"), Text("  not recorded in this recording's header", style="dim")]
+    if header.packages or header.python:
+        lines.append(heading("software"))
+        if header.python:
+            lines.append(field("python", header.python))
+        lines += [field(name, version) for name, version in header.packages.items()]
+    return lines
