@@ -219,6 +219,16 @@ before/after.
     def _selected(self, event: OptionList.OptionSelected) -> None:
         self.action_open()  # Enter on the focused list
 
+    def returned_from_memory(self, user_id: str, system: str, seq: int) -> None:
+        """The memory view above was left at ``seq``: show the session that seq belongs to."""
+        if self.steps is None or system != self.system or user_id != store_user(self.steps):
+            return
+        for position, step in enumerate(self.steps.sessions):
+            first, last = step_seq_range(self.session, step.step)
+            if first <= seq <= last:
+                self.goto(position)
+                return
+
     # -- actions -------------------------------------------------------------------------------
     def action_step(self, delta: int) -> None:
         self.goto(self.position + delta)

@@ -19,6 +19,7 @@ from memprobe_engine.llm.client import ChatClient
 from memprobe_engine.llm.config import load_llm_config
 from memprobe_engine.replay import ReplaySession
 from memprobe_engine.replay.paradigm_queries import score_cells
+from memprobe_engine.replay.queries import step_seq_range
 from memprobe_engine.replay.paradigm_rerun import (
     ProbeRerunHook,
     ProbeRerunRequest,
@@ -291,3 +292,20 @@ async def test_the_palette_jumps_to_any_episode_or_probe() -> None:
         screen = app.screen
         assert isinstance(screen, ProbeScreen)
         assert (screen.episode_id, screen.system, screen.probe_index) == ("PILOT-01B", "full_context", 1)
+
+
+async def test_leaving_the_memory_view_at_a_seq_shows_the_session_it_belongs_to() -> None:
+    app = paradigm_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("enter")
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, EpisodeScreen) and screen.steps is not None
+        last_seq = step_seq_range(screen.session, screen.steps.sessions[7].step)[1]
+        screen.returned_from_memory("PILOT-01A", "amem", last_seq)
+        await settle(pilot)
+        assert screen.position == 7 and "S07" in title(screen)
+        screen.returned_from_memory("PILOT-01B", "amem", last_seq)  # another store: stays
+        await settle(pilot)
+        assert screen.position == 7
