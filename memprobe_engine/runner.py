@@ -210,6 +210,9 @@ async def run_recovery(plan: RecoveryPlan, record: Path, *, llm_config: Any, con
                     for user, system in units:
                         group.create_task(one(user, system))
         finally:
+            from memprobe_engine.llm.proxy import close_shared_proxies
+
+            await close_shared_proxies()  # the recording proxy of library adapters, if any ran
             await chat.aclose()
             if embedder is not None and hasattr(embedder, "aclose"):
                 await embedder.aclose()

@@ -37,6 +37,8 @@ BUILTIN_SYSTEMS: dict[str, str] = {
 #: Adapters over third-party libraries (optional extras): name -> ``module:Class``.
 ADAPTER_SYSTEMS: dict[str, str] = {
     "mem0ai": "memprobe_engine.memory.adapters.mem0ai:Mem0AI",
+    "graphiti": "memprobe_engine.memory.adapters.graphiti:Graphiti",
+    "langmem": "memprobe_engine.memory.adapters.langmem:LangMem",
 }
 
 _ASYNC_METHODS = {

@@ -355,6 +355,9 @@ async def run_paradigms(plan: ParadigmPlan, record: Path, *, llm_config: Any, co
         recorder.emit(ErrorEvent(where="runner", error_type=type(err).__name__, message=reason))
         raise
     finally:
+        from memprobe_engine.llm.proxy import close_shared_proxies
+
+        await close_shared_proxies()  # the recording proxy of library adapters, if any ran
         await chat.aclose()
         if embedder is not None and hasattr(embedder, "aclose"):
             await embedder.aclose()

@@ -1,0 +1,133 @@
+"""``graphiti``: the real ``graphiti-core`` temporal knowledge graph (``memprobe[graphiti]``), Zep's engine.
+
+Configuration, all offline: the graph lives in an embedded Kuzu database in the store folder
+(``KuzuDriver``); the LLM is ``OpenAIGenericClient`` (chat completions with a JSON schema — the
+default ``OpenAIClient`` uses the Responses API, which the proxy does not serve) and the embedder
+``OpenAIEmbedder`` at 384 dimensions, both on the recording proxy; the cross-encoder is pointed at
+the proxy too but is never asked, since the default search fuses vector and BM25 ranks without
+reranking. Telemetry is off (``GRAPHITI_TELEMETRY_ENABLED=false``).
+
+Ingest = ``Graphiti.add_episode`` with the buffered exchange as one message episode whose
+``reference_time`` is the simulated clock; search = ``Graphiti.search(query, group_ids=[user])``
+(the library's hybrid search over fact edges); dump = the user's entity nodes, fact edges and
+episodes with their native fields (embeddings left out). Graphiti stamps ``created_at`` with
+``utc_now()`` and ids with ``uuid4`` in ``graphiti_core.utils.datetime_utils``, ``nodes`` and
+``edges``: those are pinned to the simulated clock and the unit's seed.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import enum
+import importlib
+import os
+from pathlib import Path
+from types import ModuleType
+from typing import Any, ClassVar
+
+from memprobe_engine.memory.adapters.base import LIBRARY_ROLE, LibraryAdapter, conversation
+from memprobe_engine.memory.base import Observation
+
+EMBEDDING_DIMS = 384
+#: Cap on generated tokens per call: graphiti's default (16k) does not fit the embedded model's context.
+MAX_TOKENS = 1500
+_PINNED = ("graphiti_core.utils.datetime_utils", "graphiti_core.nodes", "graphiti_core.edges",
+           "graphiti_core.graphiti", "graphiti_core.utils.maintenance.node_operations",
+           "graphiti_core.utils.maintenance.edge_operations")
+_SKIP_FIELDS = {"name_embedding", "fact_embedding", "summary_embedding", "embedding"}
+
+
+class Graphiti(LibraryAdapter):
+    """graphiti-core's entity and fact extraction, temporal edge invalidation and hybrid search."""
+
+    name: ClassVar[str] = "graphiti"
+    description: ClassVar[str] = ("Graphiti (graphiti-core, Zep's temporal knowledge graph): entities and "
+                                  "dated facts extracted per episode into an embedded Kuzu graph; hybrid search.")
+    distribution: ClassVar[str] = "graphiti-core"
+    extra: ClassVar[str] = "graphiti"
+    content_field: ClassVar[str] = "content"
+
+    _graphiti: Any = None
+
+    def _prepare(self, stores_root: Path) -> None:
+        os.environ["GRAPHITI_TELEMETRY_ENABLED"] = "false"
+
+    def _clock_modules(self) -> list[ModuleType]:
+        return [importlib.import_module(name) for name in _PINNED]
+
+    async def _lib_reset(self, store_dir: Path) -> None:
+        from graphiti_core import Graphiti as Library
+        from graphiti_core.cross_encoder.openai_reranker_client import OpenAIRerankerClient
+        from graphiti_core.driver.kuzu_driver import KuzuDriver
+        from graphiti_core.embedder.openai import OpenAIEmbedder, OpenAIEmbedderConfig
+        from graphiti_core.llm_client.config import LLMConfig
+        from graphiti_core.llm_client.openai_generic_client import OpenAIGenericClient
+
+        if self._graphiti is not None:
+            await self._graphiti.close()
+        llm_config = LLMConfig(api_key=self.api_key, base_url=self.base_url, model=LIBRARY_ROLE,
+                               small_model=LIBRARY_ROLE, temperature=0.0, max_tokens=MAX_TOKENS)
+        self._graphiti = Library(
+            graph_driver=KuzuDriver(db=str(store_dir / "graph.kuzu")),
+            llm_client=OpenAIGenericClient(config=llm_config, max_tokens=MAX_TOKENS),
+            embedder=OpenAIEmbedder(OpenAIEmbedderConfig(api_key=self.api_key, base_url=self.base_url,
+                                                         embedding_model="embeddings", embedding_dim=EMBEDDING_DIMS)),
+            cross_encoder=OpenAIRerankerClient(config=llm_config), max_coroutines=1)
+        await self._graphiti.build_indices_and_constraints()
+
+    async def _lib_ingest(self, batch: list[Observation]) -> None:
+        from graphiti_core.nodes import EpisodeType
+
+        body = "\n".join(f"{m['role']}: {m['content']}" for m in conversation(batch))
+        first = batch[0]
+        await self._graphiti.add_episode(
+            name=f"task {first.task_index} turn {first.turn}", episode_body=body,
+            source_description="conversation between the user and an assistant",
+            reference_time=self.services.clock.now().replace(tzinfo=dt.timezone.utc),
+            source=EpisodeType.message, group_id=self._group())
+
+    async def _lib_search(self, query: str, k: int) -> list[tuple[str, dict[str, Any], float | None]]:
+        edges = await self._graphiti.search(query, group_ids=[self._group()], num_results=k)
+        return [(str(edge.uuid), _fields(edge, "fact"), None) for edge in edges]
+
+    async def _lib_dump(self) -> dict[str, dict[str, Any]]:
+        from graphiti_core.edges import EntityEdge
+        from graphiti_core.nodes import EntityNode, EpisodicNode
+
+        driver, groups = self._graphiti.driver, [self._group()]
+        rows: list[tuple[str, dict[str, Any]]] = []
+        for node in await EntityNode.get_by_group_ids(driver, groups):
+            rows.append((str(node.uuid), _fields(node, "entity")))
+        for edge in await EntityEdge.get_by_group_ids(driver, groups):
+            rows.append((str(edge.uuid), _fields(edge, "fact")))
+        for episode in await EpisodicNode.get_by_group_ids(driver, groups):
+            rows.append((str(episode.uuid), _fields(episode, "episode")))
+        rows.sort(key=lambda row: (row[1]["type"], str(row[1].get("created_at")), row[0]))
+        return dict(rows)
+
+    def _group(self) -> str:
+        # Graphiti group ids allow letters, digits, dashes and underscores only.
+        return "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in self.user_id) or "user"
+
+
+def _fields(model: Any, kind: str) -> dict[str, Any]:
+    """A node's or edge's native fields, JSON-safe, without embeddings; ``content`` is its text."""
+    raw = model.model_dump(mode="python", exclude={field for field in _SKIP_FIELDS if hasattr(model, field)})
+    fields = {key: _json(value) for key, value in raw.items() if value is not None}
+    fields["type"] = kind
+    text = fields.get("fact") if kind == "fact" else fields.get("content") if kind == "episode" else \
+        f"{fields.get('name', '')}: {fields.get('summary', '')}".strip(": ")
+    fields["content"] = text or ""
+    return fields
+
+
+def _json(value: Any) -> Any:
+    if isinstance(value, dt.datetime):
+        return value.isoformat()
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, dict):
+        return {str(k): _json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json(v) for v in value]
+    return value

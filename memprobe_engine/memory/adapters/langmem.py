@@ -1,0 +1,89 @@
+"""``langmem``: LangChain's ``langmem`` memory manager (``memprobe[langmem]``) on a langgraph store.
+
+Configuration, all offline: ``create_memory_store_manager`` with a ``ChatOpenAI`` model and an
+``InMemoryStore`` indexed by ``OpenAIEmbeddings`` (384 dimensions, ``check_embedding_ctx_length``
+off so tiktoken never fetches an encoding), both on the recording proxy. The manager is langmem's
+own: it searches the store with the new messages, then asks the model — through tool calls, via
+``trustcall`` — to insert, patch or delete memories. The in-memory store lives as long as one user;
+``reset`` builds a new one. After each ingest its items are also written to ``memories.json`` in the
+store folder, so the folder shows what the library held.
+
+Ingest = ``manager.ainvoke({"messages": …})`` for the user's namespace; search = the store's own
+vector search in that namespace; dump = every item with its native fields (``namespace``, ``key``,
+``value``, ``created_at``, ``updated_at``). langmem, trustcall and the store read ``datetime`` and
+``uuid`` in their modules; those are pinned to the simulated clock and the unit's seed.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from pathlib import Path
+from types import ModuleType
+from typing import Any, ClassVar
+
+from memprobe_engine.memory.adapters.base import LIBRARY_ROLE, LibraryAdapter, conversation
+from memprobe_engine.memory.base import Observation
+
+EMBEDDING_DIMS = 384
+MAX_TOKENS = 1000
+_PINNED = ("langmem.knowledge.extraction", "trustcall._base", "langgraph.store.memory", "langgraph.store.base")
+
+
+class LangMem(LibraryAdapter):
+    """langmem's memory manager: search, then insert / patch / delete memories by tool calls."""
+
+    name: ClassVar[str] = "langmem"
+    description: ClassVar[str] = ("LangMem (langmem): LLM memory manager that inserts, patches and deletes "
+                                  "memories by tool calls over a langgraph in-memory vector store.")
+    distribution: ClassVar[str] = "langmem"
+    extra: ClassVar[str] = "langmem"
+    content_field: ClassVar[str] = "content"
+
+    _manager: Any = None
+    _store: Any = None
+
+    def _clock_modules(self) -> list[ModuleType]:
+        return [importlib.import_module(name) for name in _PINNED]
+
+    def _namespace(self) -> tuple[str, str]:
+        return ("memories", self.user_id)
+
+    def _lib_reset(self, store_dir: Path) -> None:
+        from langchain_openai import ChatOpenAI, OpenAIEmbeddings
+        from langgraph.store.memory import InMemoryStore
+        from langmem import create_memory_store_manager
+
+        embeddings = OpenAIEmbeddings(model="embeddings", base_url=self.base_url, api_key=self.api_key,
+                                      check_embedding_ctx_length=False, dimensions=None, max_retries=0)
+        self._store = InMemoryStore(index={"dims": EMBEDDING_DIMS, "embed": embeddings})
+        model = ChatOpenAI(model=LIBRARY_ROLE, base_url=self.base_url, api_key=self.api_key, temperature=0.0,
+                           max_tokens=MAX_TOKENS, max_retries=0)
+        self._manager = create_memory_store_manager(model, namespace=("memories", "{langgraph_user_id}"),
+                                                    store=self._store, enable_deletes=True)
+
+    async def _lib_ingest(self, batch: list[Observation]) -> None:
+        await self._manager.ainvoke({"messages": conversation(batch)},
+                                    config={"configurable": {"langgraph_user_id": self.user_id}})
+        items = await self._lib_dump()
+        (self.store_dir / "memories.json").write_text(json.dumps(items, indent=1, ensure_ascii=False))
+
+    async def _lib_search(self, query: str, k: int) -> list[tuple[str, dict[str, Any], float | None]]:
+        found = await self._store.asearch(self._namespace(), query=query, limit=k)
+        return [(str(item.key), _fields(item), item.score) for item in found]
+
+    async def _lib_dump(self) -> dict[str, dict[str, Any]]:
+        found = await self._store.asearch(self._namespace(), limit=100_000)
+        items = sorted(found, key=lambda item: (item.created_at.isoformat(), str(item.key)))
+        return {str(item.key): _fields(item) for item in items}
+
+
+def _fields(item: Any) -> dict[str, Any]:
+    """A store item's native fields; ``content`` is the memory's text (langmem's default schema
+    stores ``{"kind": "Memory", "content": {"content": "…"}}``)."""
+    value = item.value if isinstance(item.value, dict) else {"value": item.value}
+    inner = value.get("content")
+    text = inner.get("content") if isinstance(inner, dict) else inner
+    return {"namespace": list(item.namespace), "key": str(item.key), "value": value,
+            "created_at": item.created_at.isoformat(), "updated_at": item.updated_at.isoformat(),
+            "content": text if isinstance(text, str) else json.dumps(inner, ensure_ascii=False)}
