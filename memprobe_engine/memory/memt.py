@@ -119,10 +119,19 @@ class MemT:
         await self._form(self._store_turn(observation))
 
     async def search(self, query: str, k: int) -> list[ScoredItem]:
-        """The policy's ReAct retrieval: items it surfaced, de-duplicated, best ``k`` first."""
+        """The policy's ReAct retrieval: items it surfaced, de-duplicated, best ``k`` first, each as
+        :meth:`retrieved_view` (memory text only, as the release's memt search returned them)."""
         if k <= 0 or len(self.store) == 0:
             return []
-        return (await self._react(query)).top(k)
+        return [ScoredItem(id=hit.id, item=self.retrieved_view(hit.item), score=hit.score)
+                for hit in (await self._react(query)).top(k)]
+
+    @staticmethod
+    def retrieved_view(item: dict[str, Any]) -> dict[str, Any]:
+        """A stored item as a search returns it: id, the memory text without the source turns
+        appended to it, collection and time. Re-scoring rebuilds retrieve mode through this too."""
+        return {"id": item["id"], "content": _embedded_text(item), "category": item["category"],
+                "timestamp": item.get("timestamp")}
 
     async def _react(self, query: str) -> ReactResult:
         """One ReAct loop for ``query``: everything it surfaced, in first-seen order."""
@@ -144,13 +153,13 @@ class MemT:
         del k, task_index
         if len(self.store) == 0:
             return AgentContext()
-        hits = list((await self._react(query)).hits.values())[:AGENT_ITEMS]
+        hits = [ScoredItem(id=hit.id, item=self.retrieved_view(hit.item), score=hit.score)
+                for hit in list((await self._react(query)).hits.values())[:AGENT_ITEMS]]
         if not hits:
-            hits = [ScoredItem(id=item["id"], item={"id": item["id"], "content": _embedded_text(item)[:FALLBACK_CHARS]})
+            hits = [ScoredItem(id=item["id"], item={**self.retrieved_view(item),
+                                                    "content": _embedded_text(item)[:FALLBACK_CHARS]})
                     for item in self.store.items()[:AGENT_ITEMS]]
-        return AgentContext(hits=[ScoredItem(id=hit.id, score=hit.score,
-                                             item={"id": hit.id, "content": _embedded_text(hit.item)})
-                                  for hit in hits])
+        return AgentContext(hits=hits)
 
     def dump(self) -> list[dict[str, Any]]:
         return [copy.deepcopy(item) for item in self.store.items()]

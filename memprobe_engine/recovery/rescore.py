@@ -130,11 +130,26 @@ def gather(reader: RecordingReader, case: Case) -> CaseMaterial:
         memory = list(store.values())
     else:
         ids = retrieval.item_ids if retrieval is not None else []
-        memory = [store[i] for i in ids if i in store]
+        # A system may return items in a different shape from how it stores them (memt: memory text
+        # only); rebuild exactly what the slot-filler read.
+        view = _retrieved_view(case.system)
+        memory = [view(store[i]) for i in ids if i in store]
     return CaseMaterial(case=case, entry=entry, pool_entry=PoolDimension.model_validate(pool_data) if pool_data else None,
                         task_text=task["task"], memory=memory, history=history,
                         original_score_seq=score.seq if score is not None else None,
                         original_score=score.score if score is not None else None, stage0=stage0)
+
+
+def _retrieved_view(system: str) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """The system's ``retrieved_view(item)`` when it defines one, else the stored item as it is."""
+    from memprobe_engine.errors import ConfigError
+    from memprobe_engine.memory.registry import load_system_class
+
+    try:
+        view = getattr(load_system_class(system), "retrieved_view", None)
+    except ConfigError:  # a plug-in not installed here: its items are read as stored
+        view = None
+    return view if callable(view) else dict
 
 
 def _unit_inputs(reader: RecordingReader, case: Case) -> dict[str, Any]:

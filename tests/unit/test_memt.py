@@ -245,6 +245,9 @@ async def test_react_loop_stops_at_the_step_budget_and_deduplicates(rec: Any) ->
     hits = await system.search("what does the user drink", 3)
     assert policy.count("react") == MAX_TOOL_STEPS
     assert len(hits) == 3 and len({hit.id for hit in hits}) == 3
+    # as the release's memt search: the memory text only, not the source turns appended in the store
+    assert all(SOURCE_MARK not in hit.item["content"] for hit in hits)
+    assert set(hits[0].item) == {"id", "content", "category", "timestamp"}
     assert hits[0].score is not None and all((hits[i].score or 0) >= (hits[i + 1].score or 0) for i in range(2))
     last = policy.seen[-1][1].messages
     assert len(last) == 2 + 2 * (MAX_TOOL_STEPS - 1) and last[-1].content.startswith("<tool_response>")
