@@ -2,10 +2,9 @@
 
 Per episode, :func:`build_plan` fixes the ordered sessions; each is asked of the ``realizer`` role
 and checked by :func:`check_session`. A session that breaks a rule is asked again with the problems
-shown: a filler ``attempts`` times on ``realizer``, then ``strong_attempts`` times on
-``realizer_strong`` (a bigger model, where the small one cannot follow the rules); an encoding or
-perturbation session — the manipulation itself — and a decoy all ``attempts + strong_attempts`` times
-on ``realizer_strong``. When the attempts run out the failure is
+shown: ``attempts`` times on ``realizer``, then ``strong_attempts`` times on ``realizer_strong`` (a
+bigger model, where the small one cannot follow the rules); decoys, which the small model never
+wrote correctly in trials, get all ``attempts + strong_attempts`` tries on ``realizer_strong``. When the attempts run out the failure is
 recorded as a ``realize_exclusion``: a filler session is dropped (the episode keeps the rest and
 lists it in ``metadata.dropped_sessions``); an encoding or perturbation session excludes the whole
 episode (it would have no valid manipulation), listed in ``excluded.jsonl``.
@@ -58,9 +57,10 @@ EXCLUDED_FILE = "excluded.jsonl"
 GENERATION_DIR = "_generation"
 TWO_TURN_STOP = ("\nUSER:", "\nUser:", "\n[USER]", "\n**User")
 ESSENTIAL = frozenset({"encoding", "perturbation", "perturbation_p1", "perturbation_p2"})
-#: Kinds that start on ``realizer_strong``: the essential ones, and decoys (two values in a fixed
-#: relation plus a one-sentence refusal: the 0.5B model failed every attempt at them in trials).
-STRONG_FIRST = ESSENTIAL | {"decoy_nonupdate"}
+#: Kinds that start on ``realizer_strong``: decoys (two values in a fixed relation plus a
+#: one-sentence refusal: the 0.5B model failed every attempt at them in trials). Everything else
+#: starts on ``realizer`` and escalates when it keeps breaking the rules.
+STRONG_FIRST = frozenset({"decoy_nonupdate"})
 _SPEAKER = re.compile(r"^\s*[\[*]*\s*(user|assistant|asst|tool(?:[ _]output)?)\s*[\]*]*\s*[:\]][\s*]*", re.IGNORECASE)
 _ROLE_OF = {"user": "user", "assistant": "assistant", "asst": "assistant"}
 
@@ -242,9 +242,8 @@ class Realizer:
         self.stats.sessions += 1
         with self.recorder.span(f"{plan.session_type} {plan.index}", "session", session_idx=plan.index,
                                 phase=plan.phase, session_type=plan.session_type):
-            # Encoding and perturbation sessions carry the manipulation (and small models rarely
-            # follow their rules), so they go to the strong role at once, as do decoys; the other
-            # fillers start on the small one and escalate only when it keeps breaking the rules.
+            # Sessions start on the small model and escalate when it keeps breaking the rules,
+            # except kinds it never passed in trials (STRONG_FIRST), which go to the strong role at once.
             essential = plan.kind in STRONG_FIRST
             if essential:
                 self.stats.strong_sessions += 1
