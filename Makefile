@@ -16,11 +16,13 @@ QUICK_ARGS := --config sessions/quick.toml --users sim_01 --dims $(QUICK_DIMS) -
 # The protocol-B quick run: 2 episodes of the shipped paradigm suite (suite56-embedded once it is
 # realized, else the 2 upstream episodes) with full_context, naive_rag and amem on the embedded models
 # (sessions/quick-paradigms.toml), then the report's tables. Sessions reach amem as one transcript each
-# (--ingest session), so it writes one note per session instead of one per user turn.
+# (--ingest session), so it writes one note per session instead of one per user turn; the reader sees
+# 5 memories or 3 sessions per probe, which keeps its prompts short on a CPU.
 PARADIGM_SUITE ?= $(if $(wildcard sessions/paradigms/suite56-embedded/episodes.jsonl),sessions/paradigms/suite56-embedded,sessions/paradigms/upstream-sample)
 PARADIGM_RUN   := recordings/paradigms-quick-$(shell date +%Y%m%d-%H%M%S)
 PARADIGM_ARGS  := --suite paradigms --sessions $(PARADIGM_SUITE) --limit 2 --systems amem,full_context,naive_rag \
-                  --config sessions/quick-paradigms.toml --concurrency 2 --ingest session --reader-max-tokens 200
+                  --config sessions/quick-paradigms.toml --concurrency 2 --ingest session --reader-max-tokens 200 \
+                  --k 5 --session-k 3
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) not found; install Python 3.11 or run make PYTHON=/path/to/python3.11"; exit 2; }
