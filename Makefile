@@ -20,7 +20,9 @@ QUICK_ARGS := --config sessions/quick.toml --users sim_01 --dims $(QUICK_DIMS) -
 # 5 memories or 3 sessions per probe, which keeps its prompts short on a CPU.
 PARADIGM_SUITE ?= $(if $(wildcard sessions/paradigms/suite56-embedded/episodes.jsonl),sessions/paradigms/suite56-embedded,sessions/paradigms/upstream-sample)
 PARADIGM_RUN   := recordings/paradigms-quick-$(shell date +%Y%m%d-%H%M%S)
-PARADIGM_ARGS  := --suite paradigms --sessions $(PARADIGM_SUITE) --limit 2 --systems amem,full_context,naive_rag \
+PARADIGM_LIMIT ?= 2
+PARADIGM_ARGS  := --suite paradigms --sessions $(PARADIGM_SUITE) --limit $(PARADIGM_LIMIT) \
+                  --systems amem,full_context,naive_rag \
                   --config sessions/quick-paradigms.toml --concurrency 2 --ingest session --reader-max-tokens 200 \
                   --k 5 --session-k 3
 
