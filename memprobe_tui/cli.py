@@ -13,6 +13,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from memprobe_engine.cli.model_flags import role_specs
 from memprobe_engine.errors import MemProbeError
 
 NO_COLOR_HELP = "Monochrome output (also honoured: the NO_COLOR environment variable)."
@@ -30,7 +31,7 @@ MODEL_HELP = ("ROLE=SPEC for live re-runs (slot_filler, recovery_judge, attribut
 def replay(recording: Annotated[Path, typer.Argument(help="A recording folder (holds header.json and events.jsonl).")],
            no_color: Annotated[bool, typer.Option("--no-color", help=NO_COLOR_HELP)] = False,
            model: Annotated[Optional[list[str]], typer.Option(help=MODEL_HELP)] = None,
-           config: Annotated[Optional[Path], typer.Option(help="TOML config with [models] for re-runs.")] = None,
+           config: Annotated[Optional[Path], typer.Option(help="TOML config with \\[models] for re-runs.")] = None,
            ) -> None:
     """Replay one recording: run overview, transcripts, memory time travel, dimension inspector; for a
     paradigm (protocol-B) recording: episode list, session stepper, probe inspector with live re-run."""
@@ -44,7 +45,7 @@ def replay(recording: Annotated[Path, typer.Argument(help="A recording folder (h
     from memprobe_tui.app import MemProbeApp
 
     try:
-        llm_config = load_llm_config(config, os.environ, list(model or []))
+        llm_config = load_llm_config(config, os.environ, role_specs(model))
         session = ReplaySession.open(recording)
     except MemProbeError as err:
         _fail(err)

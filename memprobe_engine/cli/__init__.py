@@ -12,7 +12,10 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from memprobe_engine.cli import help_format
 from memprobe_engine.errors import MemProbeError
+
+help_format.install()  # flags are shown without a "<bool>" type in --help
 
 app = typer.Typer(
     name="memprobe",

@@ -10,6 +10,8 @@ from typing import Annotated, Optional
 import typer
 from rich.console import Console
 
+from memprobe_engine.cli.model_flags import role_specs
+
 OPENAI_DEFAULT_URL = "https://api.openai.com/v1"
 
 
@@ -17,7 +19,7 @@ def doctor(
     tier: Annotated[str, typer.Option(help="Embedded model tier to verify and time: 1.5b (default) or fast.")] = "1.5b",
     endpoint: Annotated[Optional[list[str]], typer.Option(
         help="Another OpenAI-compatible base URL to check, as NAME=URL or URL (repeatable).")] = None,
-    config: Annotated[Optional[Path], typer.Option(help="TOML config with [models]: its endpoints are checked.")]
+    config: Annotated[Optional[Path], typer.Option(help="TOML config with \\[models]: its endpoints are checked.")]
     = None,
     model: Annotated[Optional[list[str]], typer.Option(help="ROLE=SPEC, as for run: its endpoint is checked.")]
     = None,
@@ -28,7 +30,7 @@ def doctor(
 
     endpoints: dict[str, str] = {}
     # Every endpoint the configuration (file, MEMPROBE_MODEL* variables, --model) points a role at.
-    for role, spec in load_llm_config(config, os.environ, list(model or [])).models.items():
+    for role, spec in load_llm_config(config, os.environ, role_specs(model)).models.items():
         if spec.backend == "openai":
             url = spec.base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_DEFAULT_URL
             endpoints.setdefault(url, f"role {role}")

@@ -12,6 +12,8 @@ from typing import Annotated, Optional
 import typer
 from rich.console import Console
 
+from memprobe_engine.cli.model_flags import role_specs
+
 generate_app = typer.Typer(help="Generate benchmark inputs with any model.", no_args_is_help=True)
 console = Console(highlight=False)
 
@@ -23,7 +25,7 @@ def users(
     pool: Annotated[Path, typer.Option(help="Taxonomy pool to draw dimensions from.")] = Path("sessions/pool.json"),
     prefix: Annotated[str, typer.Option(help="User id prefix.")] = "gen",
     model: Annotated[Optional[list[str]], typer.Option(help="ROLE=SPEC (task_generator, critic, editor).")] = None,
-    config: Annotated[Optional[Path], typer.Option(help="TOML config with [models].")] = None,
+    config: Annotated[Optional[Path], typer.Option(help="TOML config with \\[models].")] = None,
     seed: Annotated[int, typer.Option(help="Generation seed.")] = 0,
     retries: Annotated[int, typer.Option(help="Retry budget for bank entries and flagged tasks.")] = 3,
 ) -> None:
@@ -42,7 +44,7 @@ async def _generate(out: Path, n: int, pool_path: Path, prefix: str, overrides: 
     from memprobe_engine.recovery.inputs import load_pool, validate_sessions
 
     pool = load_pool(pool_path)
-    llm_config = load_llm_config(config, os.environ, overrides)
+    llm_config = load_llm_config(config, os.environ, role_specs(overrides))
     out.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(pool_path, out / "pool.json")
     run_id = "generate-" + dt.datetime.now().strftime("%Y%m%d-%H%M%S")
@@ -76,7 +78,7 @@ def episodes(
     episode: Annotated[Optional[list[str]], typer.Option("--episodes", help="Episode ids to realize (repeat or "
                                                           "comma-separate); default: every spec.")] = None,
     model: Annotated[Optional[list[str]], typer.Option(help="ROLE=SPEC (realizer, realizer_strong).")] = None,
-    config: Annotated[Optional[Path], typer.Option(help="TOML config with [models].")] = None,
+    config: Annotated[Optional[Path], typer.Option(help="TOML config with \\[models].")] = None,
     seed: Annotated[int, typer.Option(help="Generation seed.")] = 0,
     attempts: Annotated[int, typer.Option(help="Attempts per session on the realizer role.")] = 3,
     strong_attempts: Annotated[int, typer.Option(help="Further attempts on realizer_strong before a "
@@ -100,7 +102,7 @@ async def _episodes(specs: Path, out: Path, ids: list[str] | None, overrides: li
     from memprobe_engine.paradigms.realize import RealizeSettings
     from memprobe_engine.paradigms.realize_run import RealizeRequest, realize_suite
 
-    llm_config = load_llm_config(config, os.environ, overrides)
+    llm_config = load_llm_config(config, os.environ, role_specs(overrides))
     settings = RealizeSettings(seed=seed, attempts=attempts, strong_attempts=strong_attempts, max_tokens=max_tokens,
                                filler_cap=filler_cap)
     stamp = lambda line: console.print(f"[{dt.datetime.now():%H:%M:%S}] {line}", markup=False)

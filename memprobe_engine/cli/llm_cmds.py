@@ -28,7 +28,7 @@ def ask(
     system: Annotated[Optional[str], typer.Option(help="Optional system prompt.")] = None,
     max_tokens: Annotated[int, typer.Option(help="Cap on generated tokens.")] = 256,
     record: Annotated[Optional[Path], typer.Option(help="Record the call into this recording directory.")] = None,
-    config: Annotated[Optional[Path], typer.Option(help="TOML config file with [models].")] = None,
+    config: Annotated[Optional[Path], typer.Option(help="TOML config file with \\[models].")] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Bypass the response cache.")] = False,
 ) -> None:
     """Send one question; print the answer (and where the recording went)."""

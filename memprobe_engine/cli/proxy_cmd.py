@@ -31,7 +31,7 @@ def proxy(
     record: Annotated[Path, typer.Option(help="Recording folder to write (resumed if it exists).")],
     model: Annotated[Optional[list[str]], typer.Option(help="ROLE=SPEC (or a bare SPEC for the default role); "
                                                             "repeatable, e.g. --model agent=local:fast.")] = None,
-    config: Annotated[Optional[Path], typer.Option(help="TOML config file with [models].")] = None,
+    config: Annotated[Optional[Path], typer.Option(help="TOML config file with \\[models].")] = None,
     embeddings: Annotated[str, typer.Option(help="Embedding spec for /v1/embeddings (st:minilm or "
                                                  "openai:MODEL@URL).")] = "st:minilm",
     port: Annotated[int, typer.Option(help="Port on 127.0.0.1 (0 picks a free one).")] = 0,

@@ -11,6 +11,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from memprobe_engine.cli.model_flags import role_specs
 from memprobe_engine.cli.run_cmd import _csv
 from memprobe_engine.errors import ConfigError
 
@@ -25,7 +26,7 @@ def rescore(
     mode: Annotated[Optional[str], typer.Option(help="dump_all or retrieve (default: both).")] = None,
     model: Annotated[Optional[list[str]], typer.Option(help="ROLE=SPEC (slot_filler, recovery_judge, "
                                                        "attribution_judge; default: the embedded model).")] = None,
-    config: Annotated[Optional[Path], typer.Option(help="TOML config with [models].")] = None,
+    config: Annotated[Optional[Path], typer.Option(help="TOML config with \\[models].")] = None,
     no_attribution: Annotated[bool, typer.Option("--no-attribution", help="Skip attribution stages.")] = False,
 ) -> None:
     """Re-score recorded cases without re-running the memory system; originals stay untouched."""
@@ -48,7 +49,7 @@ def rescore(
     if not cases:
         raise ConfigError(f"{recording}: no recorded scores match the filters (users={users}, dims={dims}, "
                           f"systems={systems}, mode={mode}).")
-    llm_config = load_llm_config(config, os.environ, list(model or []))
+    llm_config = load_llm_config(config, os.environ, role_specs(model))
     context = llm_config.spec_for("slot_filler").context_tokens or 128_000
     results = asyncio.run(run_rescore(
         recording, cases, chat_factory=lambda recorder: ChatClient(llm_config, recorder, ResponseCache()),

@@ -10,6 +10,7 @@ from typing import Annotated, Optional
 import typer
 from rich.console import Console
 
+from memprobe_engine.cli.model_flags import role_specs
 from memprobe_engine.errors import ConfigError
 
 console = Console(highlight=False, stderr=True)
@@ -56,7 +57,7 @@ def run(
     max_turns: Annotated[Optional[int], typer.Option(help="Turn cap per task (default 25, the paper's).")] = None,
     model: Annotated[Optional[list[str]], typer.Option(help="ROLE=SPEC (repeatable), e.g. default=local:fast, "
                                                        "slot_filler=openai:gpt-4o-mini.")] = None,
-    config: Annotated[Optional[Path], typer.Option(help="TOML config with [models].")] = None,
+    config: Annotated[Optional[Path], typer.Option(help="TOML config with \\[models].")] = None,
     concurrency: Annotated[int, typer.Option(help="Units (user × system) run at once.")] = 1,
     shard: Annotated[str, typer.Option(help="Run shard I of N (writes DIR.shard-I-of-N; join with memprobe merge).")]
     = "0/1",
@@ -103,7 +104,7 @@ def run(
         run_paradigms_command(ParadigmOptions(
             record=record, sessions=sessions, episodes=_csv(episodes), paradigms=_csv(paradigms), limit=limit,
             ingest=ingest,
-            systems=_csv(systems) or [], model=list(model or []), config=config, concurrency=concurrency,
+            systems=_csv(systems) or [], model=role_specs(model), config=config, concurrency=concurrency,
             shard=_shard(shard), seed=seed, k=k, session_k=session_k, reader_max_tokens=reader_max_tokens,
             embeddings=embeddings or "st:minilm", no_cache=no_cache, dry_run=dry_run))
         return
@@ -132,7 +133,7 @@ def run(
     plan = RecoveryPlan(sessions_dir=sessions, users=_csv(users), dimensions=_csv(dims),
                         systems=_system_list(systems), modes=mode_list, settings=settings,  # type: ignore[arg-type]
                         shard=_shard(shard), embedding_spec=embeddings)
-    llm_config = load_llm_config(config, os.environ, list(model or []))
+    llm_config = load_llm_config(config, os.environ, role_specs(model))
     if dry_run:  # the resolved protocol only: no server is started, no recording written
         print_resolved(recovery_protocol(plan, llm_config), Console(highlight=False))
         return

@@ -1,0 +1,36 @@
+"""CLI help text and flag checks: flags show no `<bool>` type, `[models]` survives Rich markup, and
+`--model SPEC` without a role is refused with the form to use."""
+
+from __future__ import annotations
+
+import pytest
+from typer.testing import CliRunner
+
+from memprobe_engine.cli import app
+from memprobe_engine.cli.model_flags import role_specs
+from memprobe_engine.errors import ConfigError
+
+runner = CliRunner()
+
+
+def _help(*command: str) -> str:
+    result = runner.invoke(app, [*command, "--help"], env={"COLUMNS": "200", "NO_COLOR": "1"})
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def test_run_help_names_the_models_table_and_shows_flags_without_a_type() -> None:
+    text = _help("run")
+    assert "TOML config with [models]" in text
+    flag_lines = [line for line in text.splitlines() if "--no-cache" in line or "--dry-run" in line]
+    assert flag_lines and not any("<bool>" in line for line in flag_lines)
+    assert "<int>" in next(line for line in text.splitlines() if "--max-turns" in line)  # valued options keep it
+
+
+def test_a_bare_model_spec_is_refused_with_the_role_form() -> None:
+    assert role_specs(["default=local:fast", "slot_filler=openai:m@http://h:1/v1?a=b"]) == [
+        "default=local:fast", "slot_filler=openai:m@http://h:1/v1?a=b"]
+    with pytest.raises(ConfigError, match=r"--model default=local:fast"):
+        role_specs(["local:fast"])
+    with pytest.raises(ConfigError, match="ROLE=SPEC"):
+        role_specs(["openai:gpt@http://host/v1?x=y"])  # an "=" inside the spec is not a role
