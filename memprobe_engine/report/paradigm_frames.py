@@ -16,6 +16,7 @@ from typing import Any
 
 import pandas as pd
 
+from memprobe_engine.events.integrity import damage_warning
 from memprobe_engine.replay.paradigm_queries import (
     EpisodeRow,
     episode_rows,
@@ -80,13 +81,11 @@ def _read(path: Path) -> tuple[list[EpisodeRow], dict[str, Any], list[str], list
         session.build_index()
         rows = episode_rows(session)
         protocols = dict(session.header.config.get("input_protocols") or {})
-        damage = session.damage()
-        if damage.bad_lines:
-            warnings.append(f"{path}: {len(damage.bad_lines)} damaged line(s) are left out; see "
-                            f"`memprobe recording verify {path}`.")
-        if damage.tail_bytes:
-            warnings.append(f"{path}: the last {damage.tail_bytes:,} bytes are a torn line (a run stopped "
-                            f"mid-write); every complete event is used. Resume the run to finish it.")
+        # The same whole-recording check as `recording verify`, the TUI banner and protocol A's report.
+        report = session.integrity if session.integrity is not None else session.check()
+        note = damage_warning(str(path), report)
+        if note:
+            warnings.append(note)
         planned = [str(s) for s in (session.header.config.get("systems") or [])]
         return rows, protocols, warnings, planned
     finally:

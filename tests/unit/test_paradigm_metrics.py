@@ -151,3 +151,16 @@ def test_report_refuses_a_mix_of_protocols(recording: Path, tmp_path: Path) -> N
     open_writer(tmp_path / "a", new_header("a", "recovery", {})).close()
     result = CliRunner().invoke(app, ["report", str(recording), str(tmp_path / "a")])
     assert isinstance(result.exception, ConfigError) and "mix protocol B" in str(result.exception)
+
+
+def test_damaged_recording_warns_and_keeps_the_rest(recording: Path) -> None:
+    events = recording / "events.jsonl"
+    lines = events.read_bytes().splitlines(keepends=True)
+    # Damage one probe_score line of naive_rag (its checksum no longer matches).
+    target = next(i for i, line in enumerate(lines) if b'"probe_score"' in line and b'"naive_rag"' in line
+                  and b'"score":0.0' in line)
+    lines[target] = lines[target].replace(b'"score":0.0', b'"score":1.0')
+    events.write_bytes(b"".join(lines))
+    frames = load_paradigm_frames([recording])
+    assert any("damaged recording" in w for w in frames.warnings)
+    assert len(frames.probes) == 27          # the one damaged score is left out, nothing else
