@@ -57,8 +57,12 @@ class SuiteProblem:
 def is_paradigm_suite(path: Path) -> bool:
     """Whether ``path`` is a protocol-B suite folder or episodes file (protocol A has users/ and pool.json)."""
     if path.is_file():
-        return path.name == EPISODES_FILE or path.name == SPECS_FILE
-    return (path / EPISODES_FILE).exists() or (path / SPECS_FILE).exists()
+        return path.name in (EPISODES_FILE, SPECS_FILE)
+    if (path / EPISODES_FILE).exists() or (path / SPECS_FILE).exists():
+        return True
+    # A folder under sessions/paradigms/ that holds neither file yet (a realization not started or
+    # still running) is a paradigm suite with nothing in it, not a protocol-A sessions tree.
+    return "paradigms" in path.resolve().parts and not (path / "pool.json").exists()
 
 
 def _gold_problems(spec: LatentSpec, probe_types: Sequence[str], add: Any) -> None:
