@@ -17,6 +17,7 @@ episodes with their native fields (embeddings left out). Graphiti stamps ``creat
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import enum
 import importlib
@@ -29,6 +30,8 @@ from memprobe_engine.memory.adapters.base import LIBRARY_ROLE, LibraryAdapter, c
 from memprobe_engine.memory.base import Observation
 
 EMBEDDING_DIMS = 384
+KUZU_BUFFER_BYTES = 256 * 1024 * 1024
+KUZU_MAX_DB_BYTES = 4 * 1024 * 1024 * 1024
 #: Cap on generated tokens per call: graphiti's default (16k) does not fit the embedded model's context.
 MAX_TOKENS = 1500
 _PINNED = ("graphiti_core.utils.datetime_utils", "graphiti_core.nodes", "graphiti_core.edges",
@@ -51,6 +54,11 @@ class Graphiti(LibraryAdapter):
 
     def _prepare(self, stores_root: Path) -> None:
         os.environ["GRAPHITI_TELEMETRY_ENABLED"] = "false"
+        # Loading kuzu's native library before xllamacpp's makes the later import abort the process
+        # (std::bad_alloc in xllamacpp's initialisers; measured with kuzu 0.11.3, xllamacpp 2026.10.11549).
+        # The other order works, so the embedded model's runtime is loaded first when it is installed.
+        with contextlib.suppress(ImportError):
+            import xllamacpp  # noqa: F401
 
     def _clock_modules(self) -> list[ModuleType]:
         return [importlib.import_module(name) for name in _PINNED]
@@ -65,10 +73,11 @@ class Graphiti(LibraryAdapter):
 
         if self._graphiti is not None:
             await self._graphiti.close()
+        driver = _kuzu_driver(KuzuDriver, store_dir / "graph.kuzu")
         llm_config = LLMConfig(api_key=self.api_key, base_url=self.base_url, model=LIBRARY_ROLE,
                                small_model=LIBRARY_ROLE, temperature=0.0, max_tokens=MAX_TOKENS)
         self._graphiti = Library(
-            graph_driver=KuzuDriver(db=str(store_dir / "graph.kuzu")),
+            graph_driver=driver,
             llm_client=OpenAIGenericClient(config=llm_config, max_tokens=MAX_TOKENS),
             embedder=OpenAIEmbedder(OpenAIEmbedderConfig(api_key=self.api_key, base_url=self.base_url,
                                                          embedding_model="embeddings", embedding_dim=EMBEDDING_DIMS)),
@@ -84,10 +93,10 @@ class Graphiti(LibraryAdapter):
             name=f"task {first.task_index} turn {first.turn}", episode_body=body,
             source_description="conversation between the user and an assistant",
             reference_time=self.services.clock.now().replace(tzinfo=dt.timezone.utc),
-            source=EpisodeType.message, group_id=self._group())
+            source=EpisodeType.message)  # the default group: each user has a database of its own
 
     async def _lib_search(self, query: str, k: int) -> list[tuple[str, dict[str, Any], float | None]]:
-        edges = await self._graphiti.search(query, group_ids=[self._group()], num_results=k)
+        edges = await self._graphiti.search(query, num_results=k)
         return [(str(edge.uuid), _fields(edge, "fact"), None) for edge in edges]
 
     async def _lib_dump(self) -> dict[str, dict[str, Any]]:
@@ -106,8 +115,30 @@ class Graphiti(LibraryAdapter):
         return dict(rows)
 
     def _group(self) -> str:
-        # Graphiti group ids allow letters, digits, dashes and underscores only.
-        return "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in self.user_id) or "user"
+        """The default group, which every episode goes to: an explicit group id trips graphiti-core
+        0.31.2's Kuzu driver (it has no ``_database``), and isolation comes from the per-user database."""
+        from graphiti_core.helpers import get_default_group_id
+
+        return str(get_default_group_id(self._graphiti.driver.provider))
+
+
+def _kuzu_driver(driver_class: Any, path: Path) -> Any:
+    """A KuzuDriver whose database is sized for a small per-user graph. KuzuDriver opens
+    ``kuzu.Database(path)`` with Kuzu's defaults — a buffer pool of 80 % of RAM and an 8 TB address
+    reservation — which aborts the process (std::bad_alloc) beside the embedded model; the sizes are
+    passed by wrapping that one constructor call."""
+    import kuzu
+
+    real = kuzu.Database
+
+    def sized(database_path: str, **kwargs: Any) -> Any:
+        return real(database_path, buffer_pool_size=KUZU_BUFFER_BYTES, max_db_size=KUZU_MAX_DB_BYTES,
+                    max_num_threads=1, **kwargs)
+    kuzu.Database = sized
+    try:
+        return driver_class(db=str(path))
+    finally:
+        kuzu.Database = real
 
 
 def _fields(model: Any, kind: str) -> dict[str, Any]:
