@@ -1,6 +1,6 @@
 """Protocol-B benchmarks: rule-scorer throughput and the episode bootstrap.
 
-1. Scorer throughput: the 95 real upstream answers of tests/fixtures/release-b-real (structured JSON
+1. Scorer throughput: the the real upstream answers of tests/fixtures/release-b-real (structured JSON
    text and free text, all six probe types but previous-value-less ones) scored again and again with
    ``score_probe``; median probes/s over repeats. Target ≥ 50,000 probes/s.
 2. Bootstrap: 56 episodes × 10 systems × 4 probes, 2,000 episode resamples for every system's 95 % CI
