@@ -83,6 +83,15 @@ class RealizeSettings:
 
 
 @dataclass(frozen=True)
+class AcceptedSession:
+    """A session an earlier session of the run accepted (reused on resume; see realize_run)."""
+
+    text: str
+    role: str
+    call_seq: int
+
+
+@dataclass(frozen=True)
 class Exclusion:
     """Why an episode was left out: the essential session that could not be realized."""
 
@@ -104,6 +113,7 @@ class RealizeStats:
     regenerations: int = 0
     strong_sessions: int = 0
     dropped_sessions: int = 0
+    reused: int = 0
     per_episode_s: list[float] = field(default_factory=list)
 
 
@@ -138,7 +148,8 @@ class Realizer:
     """Realizes episodes into ``out`` (``episodes.jsonl``, ``excluded.jsonl``) through ``chat``."""
 
     def __init__(self, chat: ChatClient, recorder: Recorder, out: Path, fact_types: list[FactType],
-                 settings: RealizeSettings, progress: Callable[[str], None] | None = None) -> None:
+                 settings: RealizeSettings, progress: Callable[[str], None] | None = None,
+                 accepted: dict[str, AcceptedSession] | None = None) -> None:
         self.chat = chat
         self.recorder = recorder
         self.out = out
@@ -146,6 +157,7 @@ class Realizer:
         self.settings = settings
         self.progress = progress
         self.stats = RealizeStats()
+        self.accepted = accepted or {}
         self._write_lock = asyncio.Lock()
 
     def finished_ids(self) -> set[str]:
@@ -254,6 +266,14 @@ class Realizer:
                 if attempt > 0:
                     self.stats.regenerations += 1
                 messages = session_messages(plan, spec, fact, feedback)
+                kept = self.accepted.get(messages[-1].content)
+                if kept is not None and not check_session(plan, parse_turns(kept.text), spec):
+                    # Accepted by an earlier session of this run (perhaps from another role): kept.
+                    self.stats.reused += 1
+                    self.recorder.emit(RealizeCheck(episode_id=spec.episode_id, session_idx=plan.index,
+                                                    session_type=plan.session_type, attempt=attempt, role=kept.role,
+                                                    call_seq=kept.call_seq, problems=[], outcome="accepted"))
+                    return parse_turns(kept.text), []
                 # A two-turn session ends where the model would start a second user turn: small
                 # models otherwise ignore the length and write until the token cap.
                 stop = None if plan.kind.startswith("perturbation") else TWO_TURN_STOP

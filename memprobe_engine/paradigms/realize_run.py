@@ -20,7 +20,10 @@ import orjson
 
 from memprobe_engine.errors import RecordingError
 from memprobe_engine.events.header import HEADER_FILE, new_header
+from memprobe_engine.events.llm import LLMCall
+from memprobe_engine.events.payloads import PayloadReader
 from memprobe_engine.events.reader import open_recording
+from memprobe_engine.events.realize import RealizeCheck
 from memprobe_engine.events.recorder import Recorder
 from memprobe_engine.events.run import ErrorEvent, RunEnd, RunStart
 from memprobe_engine.events.writer import open_writer
@@ -29,6 +32,7 @@ from memprobe_engine.llm.client import BackendFactory, ChatClient
 from memprobe_engine.llm.config import LLMConfig
 from memprobe_engine.paradigms.realize import (
     GENERATION_DIR,
+    AcceptedSession,
     Realizer,
     RealizeSettings,
     RealizeStats,
@@ -56,6 +60,29 @@ class RealizeSummary:
     resumed: bool
 
 
+def accepted_sessions(record: Path) -> dict[str, AcceptedSession]:
+    """Sessions an earlier session of this run accepted: prompt → the reply and the call that wrote it.
+
+    Lets a resumed run keep a session even when it would now ask another role first (the role
+    policy changed between sessions of the run): the prompt is the same, so is the session."""
+    payloads = PayloadReader(record)
+    calls: dict[int, LLMCall] = {}
+    found: dict[str, AcceptedSession] = {}
+    with open_recording(record) as reader:
+        for event in reader.iter_events(kinds=["llm_call", "realize_check"]):
+            if isinstance(event, LLMCall):
+                calls[event.seq] = event
+            elif isinstance(event, RealizeCheck) and event.outcome == "accepted" and event.call_seq in calls:
+                call = calls[event.call_seq]
+                last = call.messages[-1] if call.messages else None
+                if last is None or call.response_text is None:
+                    continue
+                prompt = last.content if last.content is not None else payloads.get(last.content_ref or "")
+                if isinstance(prompt, str):
+                    found[prompt] = AcceptedSession(text=call.response_text, role=call.role, call_seq=call.seq)
+    return found
+
+
 def _fingerprint(config: dict[str, Any]) -> str:
     return hashlib.sha256(orjson.dumps(config, option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]
 
@@ -73,6 +100,7 @@ async def realize_suite(request: RealizeRequest, llm_config: LLMConfig, *, cache
     config = {"suite": "generate-episodes", "settings": request.settings.config(), "models": llm_config.resolved()}
     config["fingerprint"] = _fingerprint(config)
     responses = {}
+    accepted: dict[str, AcceptedSession] = {}
     resumed = (record / HEADER_FILE).exists()
     if resumed:
         with open_recording(record) as reader:
@@ -81,6 +109,7 @@ async def realize_suite(request: RealizeRequest, llm_config: LLMConfig, *, cache
             raise RecordingError(f"{record} was made with other settings or models (fingerprint {previous} ≠ "
                                  f"{config['fingerprint']}). Resume with the same flags, or pass another --out.")
         responses = load_resume_state(record).responses
+        accepted = accepted_sessions(record)
     run_id = "generate-episodes-" + dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     writer = open_writer(record, None if resumed else new_header(run_id, "generate", config))
     recorder = Recorder(writer)
@@ -88,7 +117,8 @@ async def realize_suite(request: RealizeRequest, llm_config: LLMConfig, *, cache
                            note=f"{len(specs)} spec(s) from {request.specs_path}"))
     chat = ChatClient(llm_config, recorder=recorder, cache=RecordedResponses(responses, cache),
                       backend_factory=backend_factory)
-    realizer = Realizer(chat, recorder, request.out, fact_types, request.settings, progress=progress)
+    realizer = Realizer(chat, recorder, request.out, fact_types, request.settings, progress=progress,
+                        accepted=accepted)
     started = time.monotonic()
     status, reason = "failed", None
     try:

@@ -22,6 +22,7 @@ from memprobe_engine.llm.spec import parse_spec
 from memprobe_engine.llm.types import ChatRequest
 from memprobe_engine.paradigms.realize import RealizeSettings, parse_turns
 from memprobe_engine.paradigms.realize_plan import (
+    SESSION_TYPES,
     SessionPlan,
     build_plan,
     readable_fact,
@@ -278,3 +279,15 @@ def test_a_distractor_named_by_the_mention_context_is_planned_there() -> None:
              Turn(role="assistant", content="Yes, that leaves a buffer.")]
     assert check_session(third, turns, spec) == []
     assert "March 25" not in session_messages(third, spec, "the deadline", [])[1].content.split("Situation:")[0]
+
+
+def test_resume_keeps_accepted_sessions_when_the_role_policy_changed(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    realize(tmp_path / "suite", ["PILOT-03B"], author([ALL["PILOT-03B"]]))
+    (tmp_path / "suite" / "episodes.jsonl").unlink()  # redo the episode from the recording
+    from memprobe_engine.paradigms import realize as realize_module
+    monkeypatch.setattr(realize_module, "STRONG_FIRST", frozenset(SESSION_TYPES))
+    silent = author([ALL["PILOT-03B"]], fail_after=0)
+    summary = realize(tmp_path / "suite", ["PILOT-03B"], silent)
+    assert silent.requests == [] and summary.stats.reused == len(build_plan(ALL["PILOT-03B"]))  # type: ignore[attr-defined]
+    assert load_suite(tmp_path / "suite").episode("PILOT-03B").sessions
