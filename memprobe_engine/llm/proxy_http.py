@@ -114,6 +114,10 @@ class LoopbackHTTPServer:
                     break
         except (ConnectionError, h11.RemoteProtocolError, asyncio.IncompleteReadError):
             pass
+        except asyncio.CancelledError:
+            # Only aclose() cancels connections: end quietly (asyncio would otherwise log the
+            # cancelled connection task as an unhandled exception).
+            pass
         finally:
             self._connections.discard(task)
             with contextlib.suppress(Exception):

@@ -58,6 +58,10 @@ T = TypeVar("T")
 _PIN_LOCK = threading.Lock()
 #: The role whose model answers a library's chat calls.
 LIBRARY_ROLE = "memory_writer"
+#: HTTP timeout of the libraries' own OpenAI clients. The engine's client behind the proxy applies the
+#: role's own timeout and retries; a library giving up first (the SDK's default is 600 s, and one long
+#: prompt on two CPU cores can take longer) would only abandon an answer the proxy is still computing.
+LIBRARY_HTTP_TIMEOUT_S = 7200.0
 
 
 class LibraryThread:

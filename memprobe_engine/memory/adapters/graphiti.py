@@ -26,7 +26,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, ClassVar
 
-from memprobe_engine.memory.adapters.base import LIBRARY_ROLE, LibraryAdapter, conversation
+from memprobe_engine.memory.adapters.base import LIBRARY_HTTP_TIMEOUT_S, LIBRARY_ROLE, LibraryAdapter, conversation
 from memprobe_engine.memory.base import Observation
 
 EMBEDDING_DIMS = 384
@@ -76,11 +76,17 @@ class Graphiti(LibraryAdapter):
         driver = _kuzu_driver(KuzuDriver, store_dir / "graph.kuzu")
         llm_config = LLMConfig(api_key=self.api_key, base_url=self.base_url, model=LIBRARY_ROLE,
                                small_model=LIBRARY_ROLE, temperature=0.0, max_tokens=MAX_TOKENS)
+        from openai import AsyncOpenAI
+
+        def client() -> AsyncOpenAI:
+            return AsyncOpenAI(api_key=self.api_key, base_url=self.base_url, timeout=LIBRARY_HTTP_TIMEOUT_S,
+                               max_retries=0)
         self._graphiti = Library(
             graph_driver=driver,
-            llm_client=OpenAIGenericClient(config=llm_config, max_tokens=MAX_TOKENS),
+            llm_client=OpenAIGenericClient(config=llm_config, max_tokens=MAX_TOKENS, client=client()),
             embedder=OpenAIEmbedder(OpenAIEmbedderConfig(api_key=self.api_key, base_url=self.base_url,
-                                                         embedding_model="embeddings", embedding_dim=EMBEDDING_DIMS)),
+                                                         embedding_model="embeddings", embedding_dim=EMBEDDING_DIMS),
+                                    client=client()),
             cross_encoder=OpenAIRerankerClient(config=llm_config), max_coroutines=1)
         await self._graphiti.build_indices_and_constraints()
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, ClassVar
 
-from memprobe_engine.memory.adapters.base import LIBRARY_ROLE, LibraryAdapter, conversation
+from memprobe_engine.memory.adapters.base import LIBRARY_HTTP_TIMEOUT_S, LIBRARY_ROLE, LibraryAdapter, conversation
 from memprobe_engine.memory.base import Observation
 
 EMBEDDING_DIMS = 384
@@ -55,10 +55,11 @@ class LangMem(LibraryAdapter):
         from langmem import create_memory_store_manager
 
         embeddings = OpenAIEmbeddings(model="embeddings", base_url=self.base_url, api_key=self.api_key,
-                                      check_embedding_ctx_length=False, dimensions=None, max_retries=0)
+                                      check_embedding_ctx_length=False, dimensions=None, max_retries=0,
+                                      request_timeout=LIBRARY_HTTP_TIMEOUT_S)
         self._store = InMemoryStore(index={"dims": EMBEDDING_DIMS, "embed": embeddings})
         model = ChatOpenAI(model=LIBRARY_ROLE, base_url=self.base_url, api_key=self.api_key, temperature=0.0,
-                           max_tokens=MAX_TOKENS, max_retries=0)
+                           max_tokens=MAX_TOKENS, max_retries=0, timeout=LIBRARY_HTTP_TIMEOUT_S)
         self._manager = create_memory_store_manager(model, namespace=("memories", "{langgraph_user_id}"),
                                                     store=self._store, enable_deletes=True)
 

@@ -71,6 +71,13 @@ class Mem0AI(LibraryAdapter):
             "history_db_path": str(store_dir / "history.db"),
         }
         self._memory = Memory.from_config(config)
+        # mem0 builds its OpenAI clients without a timeout setting: give them the adapter's (no SDK
+        # retries either — the engine's client behind the proxy retries).
+        from openai import OpenAI
+
+        for holder in (self._memory.llm, self._memory.embedding_model):
+            holder.client = OpenAI(api_key=self.api_key, base_url=self.base_url, timeout=LIBRARY_HTTP_TIMEOUT_S,
+                                   max_retries=0)
 
     def _lib_ingest(self, batch: list[Observation]) -> None:
         self._memory.add(conversation(batch), user_id=self.user_id,

@@ -1,0 +1,97 @@
+"""The mem0ai and langmem adapters over their real libraries, with a scripted model behind the proxy.
+
+Fast (no embedded model): the library's own code runs, its requests cross the loopback proxy as
+real HTTP, and a scripted backend answers them — a JSON object for mem0ai's extraction, a tool call
+for langmem's memory manager. Checked: the calls are recorded with the system's name and role, the
+store's change is recorded as a memory op with the library's native fields, the simulated clock
+and the seeded ids reach the library (two runs with one seed give the same store), and a search
+is the library's own. Skipped when the extra is not installed.
+"""
+
+from __future__ import annotations
+
+import json
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memprobe_engine.llm.client import ChatClient
+from memprobe_engine.llm.config import load_llm_config
+from memprobe_engine.llm.proxy import close_shared_proxies
+from memprobe_engine.llm.types import ChatRequest
+from memprobe_engine.memory.base import MemoryServices, Observation, SimClock
+from memprobe_engine.memory.registry import load_system_class
+from tests.doubles import BagOfWordsEmbedder, ScriptedBackend, read_events, temp_recording
+
+FACT = "User is vegetarian and lives in Oslo."
+
+
+def _installed(distribution: str) -> bool:
+    try:
+        metadata.version(distribution)
+    except metadata.PackageNotFoundError:
+        return False
+    return True
+
+
+def _tool_names(node: Any) -> list[str]:
+    if isinstance(node, dict):
+        found = [node["const"]] if isinstance(node.get("const"), str) else []
+        return found + [name for value in node.values() for name in _tool_names(value)]
+    if isinstance(node, list):
+        return [name for value in node for name in _tool_names(value)]
+    return []
+
+
+def answer(request: ChatRequest) -> str:
+    tools = _tool_names(request.response_schema)
+    if "Memory" in tools:  # langmem's insert tool
+        return json.dumps({"tool_calls": [{"name": "Memory", "arguments": {"content": FACT}}]})
+    if tools:
+        return json.dumps({"content": "nothing to change"})
+    return json.dumps({"memory": [{"id": "0", "text": FACT, "attributed_to": "user"}]})  # mem0ai's extraction
+
+
+async def _run(system: str, record: Path) -> tuple[list[dict[str, Any]], list[Any]]:
+    backend = ScriptedBackend(answer)
+    with temp_recording(record) as recorder:
+        chat = ChatClient(load_llm_config(None, {}, ["openai:m@http://127.0.0.1:1/v1"]), recorder,
+                          backend_factory=lambda spec: backend)
+        services = MemoryServices(recorder=recorder, clock=SimClock(), seed=7, chat=chat,
+                                  embedder=BagOfWordsEmbedder(dim=384, hashed=True))
+        memory = load_system_class(system)(services)
+        with recorder.span(f"u1 × {system}", "unit", user_id="u1", system=system):
+            await memory.reset("u1")
+            services.clock.advance(days=2)
+            for kind, text in (("task", "I'm vegetarian and I live in Oslo."), ("assistant", "Noted!")):
+                await memory.observe(Observation(kind=kind, text=text, task_index=0,  # type: ignore[arg-type]
+                                                 timestamp=services.clock.iso()))
+            hits = await memory.search("where does the user live", 3)
+            dump = memory.dump()
+        await close_shared_proxies()
+        await chat.aclose()
+    return dump, hits
+
+
+@pytest.mark.parametrize(("system", "distribution", "text_field", "time_field"), [
+    ("mem0ai", "mem0ai", "memory", "created_at"), ("langmem", "langmem", "content", "created_at")])
+async def test_library_store_and_calls_are_recorded_reproducibly(tmp_path: Path, system: str, distribution: str,
+                                                                 text_field: str, time_field: str,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    if not _installed(distribution):
+        pytest.skip(f"{distribution} is not installed: pip install 'memprobe[{system}]'")
+    monkeypatch.setenv("MEM0_DIR", str(tmp_path / "mem0-home"))
+    dump, hits = await _run(system, tmp_path / "one")
+    again, _ = await _run(system, tmp_path / "two")
+    assert [item[text_field] for item in dump] == [FACT]
+    assert dump[0][time_field].startswith("2026-01-07T09:00:00")  # the simulated clock, not the wall clock
+    assert again == dump  # same seed, same ids and timestamps: the store replays identically
+    assert hits and hits[0].item[text_field] == FACT
+    calls = read_events(tmp_path / "one")
+    assert calls and all(c["system"] == system and c["role"] == "memory_writer" for c in calls)
+    ops = read_events(tmp_path / "one", "memory_op")
+    assert [op["op"] for op in ops] == ["reset", "add"] and ops[1]["system"] == system
+    assert ops[1]["patch"][0]["value"][text_field] == FACT
+    assert (tmp_path / "one" / "stores" / system / "u1").is_dir()  # the library's own store, in the run folder
