@@ -21,11 +21,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, ClassVar
 
-from memprobe_engine.memory.adapters.base import (
-    LIBRARY_ROLE,
-    LibraryAdapter,
-    conversation,
-)
+from memprobe_engine.memory.adapters.base import LIBRARY_HTTP_TIMEOUT_S, LIBRARY_ROLE, LibraryAdapter, conversation
 from memprobe_engine.memory.base import Observation
 
 #: Vector size of the engine's embedder (all-MiniLM-L6-v2); the library is configured to match.
