@@ -49,7 +49,7 @@ from memprobe_tui.screens.base import ReplayScreen
 from memprobe_tui.screens.probe_inspector import ProbeScreen
 from memprobe_tui.widgets.detail_log import DetailLog
 from memprobe_tui.widgets.session_list import SessionList
-from memprobe_tui.widgets.store_table import StoreTable
+from memprobe_tui.widgets.store_diff_table import StoreDiffTable
 
 
 class EpisodeScreen(ReplayScreen):
@@ -74,7 +74,7 @@ before/after.
     EpisodeScreen #right { width: 1fr; }
     EpisodeScreen #dialogue { height: 1fr; border-top: none; }
     EpisodeScreen #store-summary { height: 1; padding: 0 1; background: $panel; }
-    EpisodeScreen StoreTable { height: 40%; }
+    EpisodeScreen StoreDiffTable { height: 40%; }
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -104,7 +104,7 @@ before/after.
             with Vertical(id="right"):
                 yield DetailLog(id="dialogue")
                 yield Static("", id="store-summary")
-                yield StoreTable(id="store")
+                yield StoreDiffTable(id="store")
         yield from self.compose_bottom()
 
     def on_mount(self) -> None:
@@ -182,7 +182,7 @@ before/after.
         self.query_one("#dialogue", DetailLog).show(session_lines(detail))
         self.query_one("#store-summary", Static).update(store_summary(detail))
         view = detail.store
-        self.query_one(StoreTable).show(view.rows if view else [], view.groups()[0] if view else None)
+        self.query_one(StoreDiffTable).show(view.rows if view else [], view.groups()[0] if view else None)
 
     def _draw_probe(self, detail: ProbeDetail, store: Items) -> None:
         self.query_one("#dialogue", DetailLog).show(
@@ -195,7 +195,7 @@ before/after.
         # The retrieved items are marked "+" and listed first: what the reader was shown of the store.
         rows = [StoreRow(i, "+" if i in seen else " ", item) for i, item in store.items()]
         rows.sort(key=lambda r: r.mark != "+")
-        self.query_one(StoreTable).show(rows, None)
+        self.query_one(StoreDiffTable).show(rows, None)
 
     def goto(self, position: int) -> None:
         """Show item ``position`` (a session, or a probe after the sessions)."""

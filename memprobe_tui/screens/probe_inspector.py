@@ -139,6 +139,13 @@ store the reader searched, `[`/`]` the other probes, `s` the same probe under th
 
     def on_mount(self) -> None:
         self.reload()
+        self._warm_up()
+
+    @work(thread=True, exclusive=True, group="warm-up", exit_on_error=False, name="load the re-run")
+    def _warm_up(self) -> None:
+        # The re-run module pulls in the reader, the scorer and the chat client: import them off the
+        # UI thread now, so pressing r answers at once even on a loaded machine.
+        import memprobe_engine.replay.paradigm_rerun  # noqa: F401
 
     def reload(self) -> None:
         super().reload()
