@@ -70,7 +70,7 @@ async def attribute(chat: Any, recorder: Recorder, *, user_id: str, entry: BankE
     else:
         label = await _stages(chat, recorder, user_id, entry, task_text, history, mode, stage0, params, on_text,
                               policy)
-    recorder.emit(AttributionLabel(mode=mode, label=label, score=score))  # type: ignore[arg-type]
+    recorder.emit(AttributionLabel(mode=mode, label=label, score=score))
     return label
 
 

@@ -47,7 +47,7 @@ def agent_messages(memory_block: str, history: Sequence[Turn],
     dialogue."""
     memory = MEMORY_FRAME.format(lines=memory_block) if memory_block.strip() else ""
     messages = [ChatMessage(role="system", content=AGENT_SYSTEM.format(memory=memory))]
-    messages += [ChatMessage(role=speaker, content=text) for speaker, text in (*prior_dialogue, *history)]  # type: ignore[arg-type]
+    messages += [ChatMessage(role=speaker, content=text) for speaker, text in (*prior_dialogue, *history)]
     return messages
 
 

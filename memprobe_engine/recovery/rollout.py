@@ -102,7 +102,7 @@ async def run_episode(*, chat: Any, recorder: Recorder, system: MemorySystem, us
             context = await agent_context(system, user_text, settings.agent_k, task_index)
             recorder.emit(Retrieval(query=user_text, k=settings.agent_k, item_ids=[h.id for h in context.hits],
                                     scores=[h.score for h in context.hits], purpose="agent_context"))
-            await system.observe(Observation(kind=user_kind, text=user_text, task_index=task_index,  # type: ignore[arg-type]
+            await system.observe(Observation(kind=user_kind, text=user_text, task_index=task_index,
                                              turn=user_turn, timestamp=clock.iso()))
             messages = prompts.agent_messages(memory_block(context.hits), episode.history, context.prior_dialogue)
             reply = await chat.chat("agent", messages, params=agent_params)
@@ -154,7 +154,7 @@ async def _end(recorder: Recorder, system: MemorySystem, episode: Episode, reaso
         await system.observe(Observation(kind="user", text=text, task_index=episode.task_index, turn=episode.turns,
                                          timestamp=clock.iso()))
     episode.end_reason = reason
-    recorder.emit(EpisodeEnd(task_index=episode.task_index, end_reason=reason, turns=episode.turns,  # type: ignore[arg-type]
+    recorder.emit(EpisodeEnd(task_index=episode.task_index, end_reason=reason, turns=episode.turns,
                              excluded=why if reason == "excluded" else None))
     return episode
 

@@ -15,7 +15,6 @@ import orjson
 import pytest
 
 from memprobe_engine.events.reader import open_recording
-from memprobe_engine.events.recorder import Recorder
 from memprobe_engine.llm.client import ChatClient
 from memprobe_engine.llm.config import load_llm_config
 from memprobe_engine.llm.types import ChatRequest
