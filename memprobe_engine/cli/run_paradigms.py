@@ -80,5 +80,6 @@ def run_paradigms_command(options: ParadigmOptions) -> None:
         console.print("dry run: nothing was called or written.")
         return
     out = asyncio.run(run_paradigms(plan, options.record, llm_config=llm_config, concurrency=options.concurrency,
-                                    cache=None if options.no_cache else ResponseCache(), progress=stderr_progress))
+                                    cache=None if options.no_cache else ResponseCache(), progress=stderr_progress,
+                                    signals=True))
     console.print(f"recorded to [bold]{out}[/]  (report: memprobe report {out})")

@@ -38,8 +38,6 @@ from memprobe_engine.events.paradigms import ProbeAnswer
 from memprobe_engine.events.payloads import PayloadReader
 from memprobe_engine.events.reader import open_recording
 from memprobe_engine.events.recorder import Recorder
-from memprobe_engine.events.run import ErrorEvent, RunEnd, RunStart
-from memprobe_engine.events.writer import open_writer
 from memprobe_engine.llm.backends.replay import recorded_answers
 from memprobe_engine.llm.types import ChatResult, Usage
 from memprobe_engine.memory.base import MemoryServices, SimClock
@@ -294,8 +292,14 @@ def needs_embedder(systems: Sequence[str]) -> bool:
 
 async def run_paradigms(plan: ParadigmPlan, record: Path, *, llm_config: Any, concurrency: int = 1,
                         cache: Any | None = None, backend_factory: Any | None = None, embedder: Any | None = None,
-                        progress: ProgressHook | None = None) -> Path:
-    """Run (or resume) a protocol-B benchmark into ``record``; returns the recording directory."""
+                        progress: ProgressHook | None = None, signals: bool = False) -> Path:
+    """Run (or resume) a protocol-B benchmark into ``record``; returns the recording directory.
+
+    The recording's lifecycle (run_start / run_end with its status, spans left open closed as
+    cancelled, lock released) is :func:`memprobe_engine.lifecycle.recorded_run`'s; ``signals=True``
+    (the CLI) makes SIGTERM end the run as ``interrupted``. Every flag is validated before the
+    recording is created."""
+    from memprobe_engine.lifecycle import recorded_run
     from memprobe_engine.llm.client import ChatClient
 
     check_systems(plan.systems)
@@ -312,57 +316,53 @@ async def run_paradigms(plan: ParadigmPlan, record: Path, *, llm_config: Any, co
                                  f"{config['fingerprint']}). Resume it with the same command and flags, or pass "
                                  f"another --record folder.")
         state = load_paradigm_resume(record)
+    wants_embedder = embedder is None and needs_embedder(plan.systems)
+    if wants_embedder:
+        from memprobe_engine.llm.embeddings import parse_embedding_spec
+
+        parse_embedding_spec(plan.embedding_spec, origin="--embeddings")  # before any recording exists
     run_id = "paradigms-" + dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-    writer = open_writer(record, None if (record / HEADER_FILE).exists() else new_header(run_id, "paradigms", config))
-    recorder = Recorder(writer)
-    recorder.emit(RunStart(run_id=writer.header.run_id, suite="paradigms",
-                           resumed=bool(state.completed_units or state.responses)))
-    chat = ChatClient(llm_config, recorder=recorder, cache=RecordedResponses(state.responses, cache),
-                      backend_factory=backend_factory)
-    if embedder is None and needs_embedder(plan.systems):
-        from memprobe_engine.llm.embeddings import Embedder
+    header = None if (record / HEADER_FILE).exists() else new_header(run_id, "paradigms", config)
+    async with recorded_run(record, header=header, suite="paradigms", signals=signals,
+                            resumed=bool(state.completed_units or state.responses)) as run:
+        recorder = run.recorder
+        chat = ChatClient(llm_config, recorder=recorder, cache=RecordedResponses(state.responses, cache),
+                          backend_factory=backend_factory)
+        run.scrub = getattr(chat, "scrub", None)
+        units = [(e, s) for e, s in select_units(episodes, plan.systems, plan.shard)
+                 if (e.episode_id, s) not in state.completed_units]
+        done = 0
+        try:
+            if wants_embedder:
+                from memprobe_engine.llm.embeddings import Embedder
 
-        embedder = Embedder.from_spec(plan.embedding_spec, recorder=recorder)
-    ctx = UnitServices(chat=chat, embedder=embedder, recorder=recorder, plan=plan)
-    units = [(e, s) for e, s in select_units(episodes, plan.systems, plan.shard)
-             if (e.episode_id, s) not in state.completed_units]
-    status, reason = "failed", None
-    done = 0
-    gate = asyncio.Semaphore(max(1, concurrency))
+                embedder = Embedder.from_spec(plan.embedding_spec, recorder=recorder)
+            ctx = UnitServices(chat=chat, embedder=embedder, recorder=recorder, plan=plan)
+            gate = asyncio.Semaphore(max(1, concurrency))
 
-    async def one(episode: Episode, system: str) -> None:
-        nonlocal done
-        async with gate:
-            started = time.monotonic()
-            await run_unit(ctx, episode, system)
-            done += 1
-            if progress is not None:
-                progress(f"{episode.episode_id} × {system} done in {time.monotonic() - started:.0f} s", done,
-                         len(units))
+            async def one(episode: Episode, system: str) -> None:
+                nonlocal done
+                async with gate:
+                    started = time.monotonic()
+                    await run_unit(ctx, episode, system)
+                    done += 1
+                    if progress is not None:
+                        progress(f"{episode.episode_id} × {system} done in {time.monotonic() - started:.0f} s", done,
+                                 len(units))
 
-    try:
-        with recorder.span("run", "run"):
-            await asyncio.gather(*(one(episode, system) for episode, system in units))
-        status = "completed"
-    except asyncio.CancelledError:
-        status, reason = "interrupted", "cancelled"
-        raise
-    except KeyboardInterrupt:
-        status, reason = "interrupted", "Ctrl-C"
-        raise
-    except Exception as err:
-        reason = f"{type(err).__name__}: {chat.scrub(str(err))}"
-        recorder.emit(ErrorEvent(where="runner", error_type=type(err).__name__, message=reason))
-        raise
-    finally:
-        from memprobe_engine.llm.proxy import close_shared_proxies
+            with recorder.span("run", "run"):
+                # A task group: the first unit to fail cancels the others (their spans end cancelled)
+                # and the lifecycle reports that one error.
+                async with asyncio.TaskGroup() as group:
+                    for episode, system in units:
+                        group.create_task(one(episode, system))
+        finally:
+            from memprobe_engine.llm.proxy import close_shared_proxies
 
-        await close_shared_proxies()  # the recording proxy of library adapters, if any ran
-        await chat.aclose()
-        if embedder is not None and hasattr(embedder, "aclose"):
-            await embedder.aclose()
-        recorder.emit(RunEnd(status=status, reason=reason))  # type: ignore[arg-type]
-        writer.close()
+            await close_shared_proxies()  # the recording proxy of library adapters, if any ran
+            await chat.aclose()
+            if embedder is not None and hasattr(embedder, "aclose"):
+                await embedder.aclose()
     return record
 
 
