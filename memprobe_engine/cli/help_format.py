@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from typing import Any
 
-import click
 from typer.core import TyperOption
 
 _typed = TyperOption.display_type_rich
 
 
-def _flag_shows_no_type(self: TyperOption, ctx: click.Context) -> str | None:
+def _flag_shows_no_type(self: TyperOption, ctx: Any) -> str | None:
+    # ``ctx`` is typer's vendored click Context (typer._click, a private module): passed through only.
     if self.is_flag and self.metavar is None:
         return None
     result: Any = _typed(self, ctx)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 from rich.console import Console
@@ -34,6 +34,7 @@ def rescore(
     from memprobe_engine.llm.cache import ResponseCache
     from memprobe_engine.llm.client import ChatClient
     from memprobe_engine.llm.config import load_llm_config
+    from memprobe_engine.progress import CommandProgress
     from memprobe_engine.recovery.rescore import recorded_cases
     from memprobe_engine.recovery.rescore import rescore as run_rescore
 
@@ -51,9 +52,21 @@ def rescore(
                           f"systems={systems}, mode={mode}).")
     llm_config = load_llm_config(config, os.environ, role_specs(model))
     context = llm_config.spec_for("slot_filler").context_tokens or 128_000
-    results = asyncio.run(run_rescore(
-        recording, cases, chat_factory=lambda recorder: ChatClient(llm_config, recorder, ResponseCache()),
-        context_tokens=context, attribution=not no_attribution))
+    with CommandProgress("rescore", unit="cases", total=len(cases)) as progress:
+        begun = [0]
+
+        def on_event(event: Any) -> None:  # a case starts with its span; say where it is
+            if event.kind == "span_begin" and str(event.name).startswith("rescore "):
+                begun[0] += 1
+                progress.hook(f"{event.name} ({event.user_id} × {event.system})", begun[0] - 1, len(cases))
+            elif event.kind == "judge_score":
+                progress.phase(f"{event.dimension} {event.mode}: new score {event.score}")
+
+        progress.phase(f"{len(cases)} case(s) of {recording}; models start on their first call")
+        results = asyncio.run(run_rescore(
+            recording, cases, chat_factory=lambda recorder: ChatClient(llm_config, recorder, ResponseCache()),
+            context_tokens=context, attribution=not no_attribution, on_event=on_event))
+        progress.hook("all cases re-scored", len(cases), len(cases))
     table = Table("user", "system", "dimension", "mode", "original", "new", "label", "attribution")
     for r in results:
         table.add_row(r.case.user_id, r.case.system, r.case.dimension, r.case.mode, _fmt(r.original_score),

@@ -96,7 +96,8 @@ def run(
     from memprobe_engine.recovery.policy import DEFAULT_POLICY, check_policy
     from memprobe_engine.recovery.protocol_config import cap, load_protocol_table, merged, recovery_protocol
     from memprobe_engine.recovery.rollout import RolloutSettings
-    from memprobe_engine.runner import RecoveryPlan, run_recovery, stderr_progress
+    from memprobe_engine.progress import CommandProgress
+    from memprobe_engine.runner import RecoveryPlan, run_recovery
 
     if suite == "paradigms":
         from memprobe_engine.cli.run_paradigms import ParadigmOptions, run_paradigms_command
@@ -137,7 +138,10 @@ def run(
     if dry_run:  # the resolved protocol only: no server is started, no recording written
         print_resolved(recovery_protocol(plan, llm_config), Console(highlight=False))
         return
-    out = asyncio.run(run_recovery(plan, record, llm_config=llm_config, concurrency=concurrency,
-                                   cache=None if no_cache else ResponseCache(), progress=stderr_progress,
-                                   signals=True))
+    with CommandProgress("run", unit="units") as progress:
+        # Printed at once: the first minutes may go to model start-up, which the display then shows.
+        progress.phase(f"recording to {record}; models start on their first call")
+        out = asyncio.run(run_recovery(plan, record, llm_config=llm_config, concurrency=concurrency,
+                                       cache=None if no_cache else ResponseCache(), progress=progress.hook,
+                                       signals=True))
     console.print(f"recorded to [bold]{out}[/]  (report: memprobe report {out})")
