@@ -61,6 +61,13 @@ class ScoreCell:
             return None
         return float(current["score"])
 
+    @property
+    def correct(self) -> bool | None:
+        """The paper's indicator (Eq. 2): a probe is correct when its score is 1; partial credit is
+        not (as upstream and ``paradigms/metrics.py``). None while unscored or excluded."""
+        value = self.value
+        return None if value is None else value >= 1.0
+
 
 @dataclass(frozen=True)
 class EpisodeRow:
@@ -80,7 +87,13 @@ class EpisodeRow:
 
     @property
     def accuracy(self) -> float | None:
-        """Mean of the current, non-excluded probe scores (None when none is scored yet)."""
+        """Share of the scored (non-excluded) probes that are correct — the report's accuracy."""
+        marks = [c.correct for c in self.probes if c.correct is not None]
+        return sum(marks) / len(marks) if marks else None
+
+    @property
+    def mean_score(self) -> float | None:
+        """Mean of the current, non-excluded probe scores: partial credit counted."""
         values = [v for v in (c.value for c in self.probes) if v is not None]
         return sum(values) / len(values) if values else None
 
@@ -178,11 +191,24 @@ def episode_rows(session: ReplaySession, system: str | None = None) -> list[Epis
     return rows
 
 
-def system_accuracy(rows: list[EpisodeRow]) -> tuple[float | None, int, int]:
-    """(mean probe score over every scored probe, probes scored, probes excluded) of some rows."""
-    values = [v for r in rows for v in (c.value for c in r.probes) if v is not None]
-    excluded = sum(1 for r in rows for c in r.probes if c.current is not None and c.current.get("excluded"))
-    return (sum(values) / len(values) if values else None), len(values), excluded
+@dataclass(frozen=True)
+class Accuracy:
+    """Probe-level accuracy of some episodes, as the report computes it (pooled over probes)."""
+
+    accuracy: float | None  # correct / scored
+    mean_score: float | None  # partial credit counted
+    scored: int
+    excluded: int  # execution errors: in no denominator
+
+
+def system_accuracy(rows: list[EpisodeRow]) -> Accuracy:
+    """Accuracy, mean score and counts over every probe of ``rows``."""
+    cells = [c for r in rows for c in r.probes]
+    values = [v for v in (c.value for c in cells) if v is not None]
+    correct = sum(1 for c in cells if c.correct)
+    excluded = sum(1 for c in cells if c.current is not None and c.current.get("excluded"))
+    return Accuracy(correct / len(values) if values else None, sum(values) / len(values) if values else None,
+                    len(values), excluded)
 
 
 # -- the recorded episode (gold, probes) ---------------------------------------------------------

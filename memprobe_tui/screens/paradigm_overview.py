@@ -42,7 +42,9 @@ class ParadigmOverviewScreen(ReplayScreen):
     HELP = """\
 The episodes of one memory system in a **protocol-B (paradigm)** run. `s` shows the next system.
 
-- **acc**: the episode's accuracy, the mean of its scored probes (execution errors left out).
+- **acc**: the episode's accuracy — the share of its scored probes that are correct (score 1; partial
+  credit is not correct, as in the paper and the report); execution errors are left out. The title
+  gives the system's accuracy over all its probes and the mean score (partial credit counted).
 - **P1…**: each probe's score, by type: `cur` current value, `prev` previous value, `chg` change
   detection, `src` source, `cfl` conflict, `tmp` temporal. Partial credit shows as `.5`, `.75`;
   `excl` is an execution error (excluded from denominators); `…` not scored yet; `*` re-scored
@@ -147,7 +149,7 @@ Enter steps through the episode's sessions; `p` opens its first probe in the pro
         self.systems, self.system, self.rows = message.data
         self.query_one(ProgressBar).add_class("done")
         self.query_one(EpisodeTable).show(self.rows)
-        accuracy, scored, excluded = system_accuracy(self.rows)
+        totals = system_accuracy(self.rows)
         header = self.session.header
         if self.session.live:
             state = "live" if self.session.writer_alive() else "no run_end (interrupted?)"
@@ -157,8 +159,9 @@ Enter steps through the episode's sessions; `p` opens its first probe in the pro
             state = self.session.index.run_status or "?"
         which = f"{self.system} ({self.systems.index(self.system) + 1}/{len(self.systems)})" if self.system else \
             "no episodes recorded yet"
-        excl = f", {excluded} excl" if excluded else ""
-        self.set_title(f"{which} · acc {fmt_score(accuracy)} over {scored} probes{excl} · {len(self.rows)} episodes"
+        excl = f", {totals.excluded} excl" if totals.excluded else ""
+        self.set_title(f"{which} · acc {fmt_score(totals.accuracy)} (mean {fmt_score(totals.mean_score)}) over "
+                       f"{totals.scored} probes{excl} · {len(self.rows)} episodes"
                        f" · {state} · {header.run_id}")
         self.seen_version = self.session.version
         self.show_damage()

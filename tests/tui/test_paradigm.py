@@ -73,9 +73,9 @@ async def test_a_paradigm_recording_opens_the_episode_list_of_each_system() -> N
         table = screen.query_one(EpisodeTable)
         assert table.row_count == 2 and screen.system == "amem"
         cells = [str(c) for c in table.get_row("PILOT-01A")]
-        assert cells[:6] == ["PILOT-01A", "0.62", "cur 1*", "prev 1", "chg 0", "tmp .5"]
+        assert cells[:6] == ["PILOT-01A", "0.5", "cur 1*", "prev 1", "chg 0", "tmp .5"]
         assert cells[6:10] == ["interference", "authoritative_update", "update", "no"]
-        assert "acc 0.81 over 8 probes" in title(screen)
+        assert "acc 0.75 (mean 0.81) over 8 probes" in title(screen)
         await pilot.press("s")
         await settle(pilot)
         assert screen.system == "full_context"

@@ -71,17 +71,21 @@ def test_episode_rows_carry_the_labels_and_the_current_score_of_every_probe(sess
     first = update.probes[0]
     assert first.original is not None and first.original["score"] == 0.0
     assert first.rescores == 1 and first.value == 1.0
-    assert update.accuracy == pytest.approx((1.0 + 1.0 + 0.0 + 0.5) / 4)
+    # accuracy counts a probe correct at score 1 (partial credit is not), as the report does
+    assert first.correct and not update.probes[3].correct
+    assert update.accuracy == pytest.approx(2 / 4)
+    assert update.mean_score == pytest.approx((1.0 + 1.0 + 0.0 + 0.5) / 4)
 
 
 def test_an_execution_error_is_excluded_from_the_accuracy_and_counted(session: ReplaySession) -> None:
     rows = episode_rows(session, "full_context")
     decoy = next(r for r in rows if r.episode_id == "PILOT-01B")
     assert decoy.probes[3].value is None and decoy.probes[3].current is not None
-    assert decoy.accuracy == pytest.approx((0.0 + 1.0 + 0.0) / 3)
-    accuracy, scored, excluded = system_accuracy(rows)
-    assert (scored, excluded) == (7, 1)
-    assert accuracy == pytest.approx((1 + 1 + 1 + 0.5 + 0 + 1 + 0) / 7)
+    assert decoy.accuracy == pytest.approx(1 / 3) and decoy.probes[3].correct is None
+    totals = system_accuracy(rows)
+    assert (totals.scored, totals.excluded) == (7, 1)
+    assert totals.accuracy == pytest.approx(4 / 7)
+    assert totals.mean_score == pytest.approx((1 + 1 + 1 + 0.5 + 0 + 1 + 0) / 7)
 
 
 def test_store_growth_follows_the_amem_store_session_by_session(session: ReplaySession) -> None:
