@@ -111,7 +111,8 @@ def build_plan(spec: LatentSpec, *, seed: int = 0, filler_cap: int | None = None
     ``filler_cap`` scales the filler plan down where compute is short: at most that many
     pre-perturbation fillers of each type, interleaving fillers and post-perturbation fillers (every
     planned type keeps at least one session). ``None`` keeps the plan's counts."""
-    cap = (lambda n: n) if filler_cap is None else (lambda n: min(n, filler_cap))
+    def cap(n: int) -> int:
+        return n if filler_cap is None else min(n, filler_cap)
     # Only the order of the pre-perturbation block depends on the episode (see _filler for topics).
     order = random.Random(f"{seed}:{spec.episode_id}")
     initial, new = spec.canonical_initial, spec.canonical_new

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import orjson
 
@@ -120,7 +120,8 @@ async def realize_suite(request: RealizeRequest, llm_config: LLMConfig, *, cache
     realizer = Realizer(chat, recorder, request.out, fact_types, request.settings, progress=progress,
                         accepted=accepted)
     started = time.monotonic()
-    status, reason = "failed", None
+    status: Literal["completed", "failed", "interrupted"] = "failed"
+    reason: str | None = None
     try:
         with recorder.span("generate episodes", "run"):
             stats = await realizer.run(specs, concurrency=request.concurrency)
@@ -136,6 +137,6 @@ async def realize_suite(request: RealizeRequest, llm_config: LLMConfig, *, cache
     finally:
         await chat.aclose()
         write_suite_files(request.out, specs_all, request.specs_path)
-        recorder.emit(RunEnd(status=status, reason=reason))  # type: ignore[arg-type]
+        recorder.emit(RunEnd(status=status, reason=reason))
         writer.close()
     return RealizeSummary(stats=stats, wall_s=time.monotonic() - started, recording=record, resumed=resumed)
