@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -185,8 +186,11 @@ before/after.
         self.query_one(StoreDiffTable).show(view.rows if view else [], view.groups()[0] if view else None)
 
     def _draw_probe(self, detail: ProbeDetail, store: Items) -> None:
+        note = [] if self.steps is None or self.steps.sessions else [Text(
+            "No session was recorded for this episode (predictions only, e.g. an imported release): there is "
+            "nothing to step, only its probes.", style="yellow")]
         self.query_one("#dialogue", DetailLog).show(
-            [*gold_lines(detail), *answer_lines(detail.answer), *score_lines(detail, None)])
+            [*note, *gold_lines(detail), *answer_lines(detail.answer), *score_lines(detail, None)])
         seen = {item.id for item in (detail.answer.retrieved if detail.answer is not None else [])}
         protocol = detail.answer.input_protocol if detail.answer is not None else "memory"
         summary = (f"searched store: {len(store)} items, {len(seen)} retrieved (+)" if protocol == "memory" else
