@@ -25,8 +25,9 @@ from memprobe_engine.memory.registry import (BUILTIN_SYSTEMS, create_system, lis
 from memprobe_engine.memory.timeline import (CHECKPOINT_EVERY, StoreTimeline, record_snapshot, store_at,
                                              store_diff)
 
-ROOT = Path(__file__).resolve().parents[2]
 from tests.doubles import BagOfWordsEmbedder
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def HashingEmbedder() -> BagOfWordsEmbedder:  # noqa: N802 (kept as the tests' name for it)
@@ -240,13 +241,18 @@ def test_store_at_intermediate_seq_and_store_diff(recording: Any) -> None:
         seen.append((writer.next_seq - 1, {item_id: dict(store.get(item_id)) for item_id in store.ids()}))
 
     with recorder.scope(user_id="u1", system="toy"):
-        store.add("a", {"content": "likes tea"}); mark()
-        store.add("b", {"content": "lives in Oslo"}); mark()
+        store.add("a", {"content": "likes tea"})
+        mark()
+        store.add("b", {"content": "lives in Oslo"})
+        mark()
         with recorder.scope(user_id="u2"):
             RecordedStore(recorder).add("x", {"content": "another user"})
-        store.update("a", {"content": "likes green tea"}); mark()
-        store.delete("b"); mark()
-        store.add("c", {"content": "has a dog"}); mark()
+        store.update("a", {"content": "likes green tea"})
+        mark()
+        store.delete("b")
+        mark()
+        store.add("c", {"content": "has a dog"})
+        mark()
     with open_recording(directory) as reader:
         timeline = StoreTimeline(reader)
         for seq, expected in seen:
