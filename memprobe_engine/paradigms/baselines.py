@@ -135,16 +135,14 @@ def _candidates(episode: Episode) -> list[str]:
 
 
 def _last_mention(sessions: Sequence[Session], candidates: Sequence[str], roles: set[str]) -> str | None:
-    """The candidate whose last mention (in turns of ``roles``) comes latest; ties go to the earlier
-    candidate in ``candidates`` order (initial, new, distractors)."""
-    best, best_pos = None, (-1, -1)
+    """The candidate mentioned (in turns of ``roles``) in the latest session that mentions any; when
+    several are, the first in ``candidates`` order (initial, new, distractors) — the upstream rule."""
+    best, best_pos = None, -1
     for s_pos, session in enumerate(sessions):
-        for t_pos, turn in enumerate(session.dialogue):
-            if turn.role not in roles:
-                continue
-            for value in candidates:
-                if _mentions(turn.content, value) and (s_pos, t_pos) > best_pos:
-                    best, best_pos = value, (s_pos, t_pos)
+        text = "\n".join(turn.content for turn in session.dialogue if turn.role in roles)
+        for value in candidates:
+            if _mentions(text, value) and s_pos > best_pos:
+                best, best_pos = value, s_pos
     return best
 
 

@@ -67,8 +67,9 @@ def test_source_preference_ignores_values_only_assistants_and_tools_state(episod
                 dialogue=[Turn(role="user", content="I train at FitLife on Tuesdays.")]),
         Session(session_idx=1, phase="perturbation", session_type="perturbation",
                 dialogue=[Turn(role="user", content="Any stretching tips?"),
-                          Turn(role="assistant", content="Since you moved to CrossFit Central, try this."),
-                          Turn(role="tool_output", content="membership: Planet Fitness (cached 2023)")])]
+                          Turn(role="assistant", content="Since you moved to CrossFit Central, try this.")]),
+        Session(session_idx=2, phase="post_perturbation", session_type="filler_near_miss",
+                dialogue=[Turn(role="tool_output", content="membership: Planet Fitness (cached 2023)")])]
     belief = HEURISTIC_RULES["source_preference"](episode, sessions)
     assert belief.current == "FitLife" and not belief.changed
     assert belief.conflict == "Planet Fitness" and belief.conflict_source == "stale_tool"
@@ -110,3 +111,15 @@ def test_reader_prompt_puts_the_stable_part_first() -> None:
     assert first[0] == second[0]  # identical system text
     shared = first[1].content.split("QUESTION")[0]
     assert second[1].content.startswith(shared) and '"content":"User goes to FitLife"' in shared
+
+
+def test_latest_value_keeps_the_upstream_tie_rule(episodes: dict[str, Episode]) -> None:
+    """The latest session mentioning a candidate decides; inside it the initial value comes first."""
+    episode = episodes["PILOT-01A"]
+    switch = [Session(session_idx=0, phase="perturbation", session_type="perturbation", dialogue=[
+        Turn(role="user", content="I cancelled FitLife and signed up at CrossFit Central.")])]
+    assert HEURISTIC_RULES["latest_value"](episode, switch).current == "FitLife"
+    later = [*switch, Session(session_idx=1, phase="post_perturbation", session_type="filler_near_miss",
+                              dialogue=[Turn(role="assistant", content="Enjoy CrossFit Central!")])]
+    assert HEURISTIC_RULES["latest_value"](episode, later).current == "CrossFit Central"
+
