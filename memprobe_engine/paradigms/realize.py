@@ -55,6 +55,8 @@ from memprobe_engine.paradigms.suite import (
 
 EXCLUDED_FILE = "excluded.jsonl"
 GENERATION_DIR = "_generation"
+#: Turns kept of a reply (the prompt asks for 2–4).
+KEEP_TURNS = 4
 TWO_TURN_STOP = ("\nUSER:", "\nUser:", "\n[USER]", "\n**User")
 ESSENTIAL = frozenset({"encoding", "perturbation", "perturbation_p1", "perturbation_p2"})
 #: Kinds that start on ``realizer_strong``: decoys (two values in a fixed relation plus a
@@ -267,13 +269,13 @@ class Realizer:
                     self.stats.regenerations += 1
                 messages = session_messages(plan, spec, fact, feedback)
                 kept = self.accepted.get(messages[-1].content)
-                if kept is not None and not check_session(plan, parse_turns(kept.text), spec):
+                if kept is not None and not check_session(plan, parse_turns(kept.text)[:KEEP_TURNS], spec):
                     # Accepted by an earlier session of this run (perhaps from another role): kept.
                     self.stats.reused += 1
                     self.recorder.emit(RealizeCheck(episode_id=spec.episode_id, session_idx=plan.index,
                                                     session_type=plan.session_type, attempt=attempt, role=kept.role,
                                                     call_seq=kept.call_seq, problems=[], outcome="accepted"))
-                    return parse_turns(kept.text), []
+                    return parse_turns(kept.text)[:KEEP_TURNS], []
                 # A two-turn session ends where the model would start a second user turn: small
                 # models otherwise ignore the length and write until the token cap.
                 stop = None if plan.kind.startswith("perturbation") else TWO_TURN_STOP
@@ -282,7 +284,8 @@ class Realizer:
                 outcome = await self.chat.chat(role, messages, params=params)
                 self.stats.calls += 1
                 self.stats.live_calls += 0 if outcome.cache_hit else 1
-                turns = parse_turns(outcome.text)
+                # Small models run on past the asked length; the first turns are kept (and checked).
+                turns = parse_turns(outcome.text)[:KEEP_TURNS]
                 problems = check_session(plan, turns, spec)
                 last = attempt == total - 1
                 verdict: Literal["accepted", "retry", "failed"] = (
