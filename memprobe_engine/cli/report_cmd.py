@@ -24,11 +24,19 @@ def report(
     tables: Annotated[Optional[str], typer.Option(
         "--tables", help="Which tables to show and export, comma-separated: protocol A of 2,3,4,13,14 (default "
                          "all); protocol B of 1,2,3,4,5,7,paired,failures,exclusions (default all).")] = None,
+    plots: Annotated[Optional[Path], typer.Option(
+        "--plots", help="Write the paper's figures as PNG files into this folder (needs the 'plots' extra: "
+                        "matplotlib).")] = None,
 ) -> None:
     """Print the paper's tables of a run: Tables 2, 3, 4, 13, 14 for protocol A; Tables 1, 2, 3, 5, 7
     (with bootstrap CIs) for a protocol-B paradigm run. Optionally export them with the raw frames."""
     if split_by_protocol(recordings):
         paradigm_report(recordings, csv=csv, parquet=parquet, tables=tables)
+        if plots is not None:
+            from memprobe_engine.report.paradigm_frames import load_paradigm_frames
+            from memprobe_engine.report.plots import paradigm_plots
+
+            _say_plots(paradigm_plots(load_paradigm_frames(recordings).probes, plots), plots)
         return
     names = parse_table_names(tables or "2,3,4,13,14")
     console = Console(width=WIDTH, highlight=False)
@@ -46,6 +54,18 @@ def report(
         if folder is not None:
             written = export(bundle, folder, formats={fmt})
             console.print(f"wrote {len(written)} {fmt} files to {folder}")
+    if plots is not None:
+        from memprobe_engine.report.plots import recovery_plots
+
+        _say_plots(recovery_plots(frames.scores, plots), plots)
+
+
+def _say_plots(written: list[Path], folder: Path) -> None:
+    console = Console(highlight=False)
+    if written:
+        console.print(f"wrote {len(written)} PNG figures to {folder}: {', '.join(p.name for p in written)}")
+    else:
+        console.print(f"no figures written to {folder}: these recordings hold no scores yet")
 
 
 def _policy_footer(recordings: list[Path]) -> str | None:
