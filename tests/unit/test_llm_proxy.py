@@ -183,3 +183,20 @@ async def test_open_keys_name_the_system_and_the_model_field_picks_the_role(tmp_
     first, second = read_events(tmp_path / "rec")
     assert (first["system"], first["role"]) == ("my-harness", "agent")
     assert (second["system"], second["role"]) == ("client", "default")  # a real-looking key never becomes a name
+
+
+async def test_a_recording_made_through_the_proxy_answers_it_again_under_replay(tmp_path: Path) -> None:
+    backend = ScriptedBackend(["recorded answer"])
+    ask: dict[str, Any] = {"model": "x", "messages": [{"role": "user", "content": "what was it?"}], "temperature": 0.0}
+    with temp_recording(tmp_path / "first") as recorder:
+        async with RecordingProxy(_chat(backend, recorder)) as proxy:
+            token = proxy.register("lib")
+            await _call(lambda: _client_for(proxy, token).chat.completions.create(**ask))
+    replaying = ChatClient(load_llm_config(None, {}, [f"replay:{tmp_path / 'first'}"]))
+    async with RecordingProxy(replaying) as proxy:
+        token = proxy.register("lib")
+        again = await _call(lambda: _client_for(proxy, token).chat.completions.create(**ask))
+        with pytest.raises(openai.APIStatusError, match="not in the recording|no recorded|miss"):
+            await _call(lambda: _client_for(proxy, token).chat.completions.create(
+                model="x", messages=[{"role": "user", "content": "never asked"}]))
+    assert again.choices[0].message.content == "recorded answer" and len(backend.requests) == 1
