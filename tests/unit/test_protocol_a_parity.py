@@ -271,3 +271,25 @@ def test_report_prints_the_policy_under_every_table(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     tables = result.output.count("Table ")
     assert tables >= 5 and result.output.count(f"exclusion policy: {policy}") == tables
+
+
+def test_dry_run_prints_the_paper_protocol_and_calls_nothing(tmp_path: Path) -> None:
+    """`memprobe run --config sessions/paper.toml --dry-run`: the release's configuration, resolved, no call."""
+    from typer.testing import CliRunner
+
+    from memprobe_engine.cli import app
+
+    record = tmp_path / "never"
+    result = CliRunner().invoke(app, ["run", "--record", str(record), "--config", str(SESSIONS / "paper.toml"),
+                                      "--users", "sim_01", "--systems", "nomem,longctx_full,amem", "--dry-run"],
+                                env={"COLUMNS": "160"})
+    assert result.exit_code == 0, result.output
+    out = result.output
+    assert not record.exists() and "no model was called" in out
+    rows = {line.split()[0]: line.split()[1:] for line in out.splitlines() if line.strip() and
+            line.split()[0] in ("agent", "simulator", "slot_filler", "memory_writer")}
+    assert rows["agent"][:3] == ["openai:gpt-5.4-mini", "0.7", "none"]
+    assert rows["simulator"][:3] == ["openai:gpt-5.4-mini", "0.85", "8192"]
+    assert rows["slot_filler"][:2] == ["openai:gpt-5.4-mini", "0.0"] and "memory_writer" in rows
+    assert re.search(r"turn cap\s+25", out) and re.search(r"k \(retrieve mode\)\s+5", out)
+    assert re.search(r"exclusion policy\s+paper", out)
