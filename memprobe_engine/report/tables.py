@@ -8,9 +8,11 @@ Conventions (Appendix F and H of the spec):
 
 * ``B`` is category-balanced per user: a user's scored dimensions are averaged within each
   category, then the category means are averaged with equal weight. Excluded cases (no usable
-  prediction or judge verdict) and dump_all overflows (a store that did not fit the reader's
-  context) are left out, never scored as zero; a category with no scored dimension is left out of
-  that user's mean. Tables report mean ± std of the per-user values over users.
+  prediction or judge verdict; under the ``audit`` policy also dump_all overflows, a store that did
+  not fit the reader's context) are left out, never scored as zero; under the ``paper`` policy an
+  overflow was scored as the release scored it (unknown = 0) and counts. A category with no scored
+  dimension is left out of that user's mean. Tables report mean ± std of the per-user values over
+  users. Metric A leaves out episodes ``excluded`` for unusable simulator replies.
 * Standard deviations are sample standard deviations (``ddof=1``): NaN for a single user.
 * A system whose dump_all read overflowed is marked with a dagger: its full-store numbers are an
   auditability diagnostic, not a comparable score.
