@@ -2,7 +2,7 @@
 
 Every binding in the app has an id (``screen.action``); the file overrides the keys of any of them,
 for example ``"transcript.next_event" = "j,down,ctrl+n"``, at the top level or under ``[keymap]``.
-Textual applies it through :meth:`textual.app.App.set_keymap`.
+Textual applies it through :meth:`textual.app.App.set_keymap`. Users read about it in docs/tui.md.
 """
 
 from __future__ import annotations
