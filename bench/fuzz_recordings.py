@@ -28,10 +28,11 @@ BOUND_S = 5.0
 FULL_EVERY = 20
 
 
-def _work(args: tuple[int, int, int]) -> tuple[Counter[str], Counter[str], Counter[str], list[float], list[str]]:
+def _work(args: tuple[int, int, int, float]) -> tuple[Counter[str], Counter[str], Counter[str], list[float], list[str]]:
     from tests.fuzzing import classify, make_bases, mutate, scratch_dir, warm_up, write_files
 
-    worker, count, seed = args
+    worker, count, seed, budget_s = args
+    deadline = time.monotonic() + budget_s
     work = scratch_dir()
     bases = make_bases(work)
     warm_up(bases, work)
@@ -42,6 +43,8 @@ def _work(args: tuple[int, int, int]) -> tuple[Counter[str], Counter[str], Count
     times: list[float] = []
     examples: list[str] = []
     for i in range(count):
+        if time.monotonic() > deadline:
+            break  # --seconds: stop early and report what was done
         base = rng.choice(bases)
         files, notes = mutate(base, rng, rng.choice((1, 1, 1, 2, 3)))
         write_files(work / "m", files)
@@ -65,11 +68,13 @@ def main() -> int:
     parser.add_argument("n", type=int, help="how many mutated recordings")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seconds", type=float, default=float("inf"),
+                        help="stop each worker after this long and report the inputs done so far")
     args = parser.parse_args()
     shares = [args.n // args.workers + (1 if w < args.n % args.workers else 0) for w in range(args.workers)]
     started = time.perf_counter()
     with multiprocessing.get_context("fork").Pool(args.workers) as pool:
-        results = pool.map(_work, [(w, shares[w], args.seed) for w in range(args.workers)])
+        results = pool.map(_work, [(w, shares[w], args.seed, args.seconds) for w in range(args.workers)])
     wall = time.perf_counter() - started
     outcomes: Counter[str] = Counter()
     families: Counter[str] = Counter()
@@ -83,7 +88,8 @@ def main() -> int:
         for line in examples:
             print(line)
     times.sort()
-    print(f"inputs {len(times):,} in {wall:.0f} s with {args.workers} workers (seed {args.seed})")
+    print(f"inputs {len(times):,} of {args.n:,} in {wall:.0f} s with {args.workers} workers (seed {args.seed})"
+          + (" — stopped by --seconds" if len(times) < args.n else ""))
     print("outcomes: " + ", ".join(f"{k} {outcomes[k]:,}" for k in ("intact", "damaged", "refused", "foreign",
                                                                     "timeout")))
     print(f"foreign exceptions (not MemProbeError): {outcomes['foreign']:,} from {len(foreign)} places")

@@ -26,6 +26,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from memprobe_engine.errors import MemProbeError
 from memprobe_engine.events.header import RecordingHeader
@@ -83,7 +84,10 @@ def first_error(error: BaseException) -> BaseException:
     return leaves[0] if leaves else error
 
 
-def _status_of(error: BaseException | None, signum: int | None) -> tuple[str, str | None]:
+RunStatus = Literal["completed", "failed", "interrupted"]
+
+
+def _status_of(error: BaseException | None, signum: int | None) -> tuple[RunStatus, str | None]:
     if error is None:
         return "completed", None
     if signum is not None:
@@ -140,7 +144,7 @@ async def recorded_run(directory: Path | str, *, header: RecordingHeader | None,
         if status == "failed" and error is not None:
             shown = first_error(error)
             recorder.emit(ErrorEvent(where=suite, error_type=type(shown).__name__, message=(reason or "")[:2000]))
-        recorder.emit(RunEnd(status=status, reason=(reason or run.note)))  # type: ignore[arg-type]
+        recorder.emit(RunEnd(status=status, reason=(reason or run.note)))
         writer.close()
     if error is not None:
         if run.signum is not None:

@@ -259,7 +259,11 @@ def mutate(base: Base, rng: random.Random, rounds: int = 1) -> tuple[Files, list
     notes = []
     for _ in range(rounds):
         name = rng.choice(list(MUTATIONS))
-        notes.append(f"{name}: {MUTATIONS[name](rng, files)}")
+        try:
+            notes.append(f"{name}: {MUTATIONS[name](rng, files)}")
+        except (ValueError, TypeError, IndexError, KeyError) as err:
+            # A mutation that does not apply to what an earlier round left (e.g. a torn payload file).
+            notes.append(f"{name}: not applicable ({type(err).__name__})")
     return files, notes
 
 

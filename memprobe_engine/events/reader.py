@@ -171,7 +171,8 @@ class RecordingReader:
         seq = data.get("seq")
         if not isinstance(seq, int) or isinstance(seq, bool):
             raise self._damaged(line, f"field seq: not an integer ({seq!r:.30})")
-        return data
+        checked: EventDict = data
+        return checked
 
     def get_dict(self, line: int) -> EventDict:
         """The event at ``line`` as a checked, upgraded dict (no model validation)."""

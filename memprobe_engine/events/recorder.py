@@ -102,8 +102,8 @@ class Recorder:
         try:
             yield span_id
         except BaseException as err:
-            status = "cancelled" if isinstance(err, (KeyboardInterrupt, GeneratorExit)) or \
-                type(err).__name__ == "CancelledError" else "error"
+            status: Literal["error", "cancelled"] = "cancelled" if isinstance(
+                err, (KeyboardInterrupt, GeneratorExit)) or type(err).__name__ == "CancelledError" else "error"
             if self._open.pop(span_id, None) is not None:
                 self.emit(self._end(inner, status=status, error=f"{type(err).__name__}: {err}"[:500]))
             raise

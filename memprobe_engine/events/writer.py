@@ -14,7 +14,7 @@ import os
 import threading
 import time
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, BinaryIO, TypeVar
 
 import orjson
 
@@ -74,12 +74,13 @@ class EventWriter:
     def write_dict(self, data: dict[str, Any]) -> int:
         """Append an already-serializable event dict (used by importers and merge); returns its seq."""
         with self._mutex:
-            data["seq"] = self._next_seq
+            seq = self._next_seq
+            data["seq"] = seq
             data.setdefault("time", time.time())
             data.pop(CHECKSUM_FIELD, None)  # a copied line's old seal; the line is sealed anew
             os.write(self._fd, seal(self._scrub(orjson.dumps(data))) + b"\n")
             self._next_seq += 1
-            return data["seq"]
+            return seq
 
     def put_payload(self, data: Any) -> str:
         return self.payloads.put(data)
@@ -186,7 +187,7 @@ def _recover_tail(path: Path) -> int:
                                  f"be continued safely. Run `memprobe recording verify {path.parent}`.") from None
 
 
-def _read_last_line(handle: Any, complete_end: int) -> bytes:
+def _read_last_line(handle: BinaryIO, complete_end: int) -> bytes:
     handle.seek(0)
-    data = handle.read(complete_end - 1)
+    data: bytes = handle.read(complete_end - 1)
     return data[data.rfind(b"\n") + 1:]
