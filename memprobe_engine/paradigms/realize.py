@@ -151,7 +151,8 @@ class Realizer:
 
     def __init__(self, chat: ChatClient, recorder: Recorder, out: Path, fact_types: list[FactType],
                  settings: RealizeSettings, progress: Callable[[str], None] | None = None,
-                 accepted: dict[str, AcceptedSession] | None = None) -> None:
+                 accepted: dict[str, AcceptedSession] | None = None,
+                 on_written: Callable[[], None] | None = None) -> None:
         self.chat = chat
         self.recorder = recorder
         self.out = out
@@ -160,6 +161,7 @@ class Realizer:
         self.progress = progress
         self.stats = RealizeStats()
         self.accepted = accepted or {}
+        self.on_written = on_written
         self._write_lock = asyncio.Lock()
 
     def finished_ids(self) -> set[str]:
@@ -304,6 +306,8 @@ class Realizer:
             if isinstance(episode, Episode):
                 _append(self.out / EPISODES_FILE, dump_episode(episode))
                 self.stats.episodes += 1
+                if self.on_written is not None:
+                    self.on_written()  # the suite's spec file follows each episode, so it always loads
                 return
             line = {"episode_id": episode.episode_id, "session_type": episode.session_type, "reason": episode.reason}
             _append(self.out / EXCLUDED_FILE, orjson.dumps(line) + b"\n")

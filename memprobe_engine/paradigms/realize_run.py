@@ -118,7 +118,8 @@ async def realize_suite(request: RealizeRequest, llm_config: LLMConfig, *, cache
     chat = ChatClient(llm_config, recorder=recorder, cache=RecordedResponses(responses, cache),
                       backend_factory=backend_factory)
     realizer = Realizer(chat, recorder, request.out, fact_types, request.settings, progress=progress,
-                        accepted=accepted)
+                        accepted=accepted,
+                        on_written=lambda: write_suite_files(request.out, specs_all, request.specs_path))
     started = time.monotonic()
     status: Literal["completed", "failed", "interrupted"] = "failed"
     reason: str | None = None

@@ -84,7 +84,7 @@ def author(specs: list[LatentSpec], bad: Callable[[SessionPlan, int], bool] = la
     keys: dict[str, tuple[SessionPlan, LatentSpec]] = {}
     for spec in specs:
         fact = readable_fact(spec, FACTS)
-        for plan in build_plan(spec):
+        for plan in [*build_plan(spec), *build_plan(spec, filler_cap=1)]:
             keys[_key(session_messages(plan, spec, fact, [])[1].content)] = (plan, spec)
     counter = {"n": 0}
 
@@ -291,3 +291,15 @@ def test_resume_keeps_accepted_sessions_when_the_role_policy_changed(tmp_path: P
     summary = realize(tmp_path / "suite", ["PILOT-03B"], silent)
     assert silent.requests == [] and summary.stats.reused == len(build_plan(ALL["PILOT-03B"]))  # type: ignore[attr-defined]
     assert load_suite(tmp_path / "suite").episode("PILOT-03B").sessions
+
+
+def test_spec_file_follows_each_written_episode(tmp_path: Path) -> None:
+    specs = [ALL["PILOT-01A"], ALL["PILOT-03B"]]
+    reference = author(specs)
+    realize(tmp_path / "ref", ["PILOT-03B", "PILOT-01A"], reference, filler_cap=1)
+    with pytest.raises(RuntimeError):  # crash at the last request: the shorter episode is on disk
+        realize(tmp_path / "suite", ["PILOT-03B", "PILOT-01A"], author(specs, fail_after=len(reference.requests) - 1),
+                filler_cap=1)
+    written = orjson.loads((tmp_path / "suite" / "latent_specs.json").read_bytes())["specs"]
+    assert [s["episode_id"] for s in written] == ["PILOT-03B"]
+    assert [s["episode_id"] for s in written] == [e.episode_id for e in load_suite(tmp_path / "suite").episodes]
