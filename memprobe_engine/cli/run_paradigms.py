@@ -48,6 +48,7 @@ def run_paradigms_command(options: ParadigmOptions) -> None:
     from memprobe_engine.paradigms.runner import (
         ParadigmPlan,
         describe_plan,
+        input_protocol_of,
         needs_models,
         run_paradigms,
     )
@@ -72,12 +73,22 @@ def run_paradigms_command(options: ParadigmOptions) -> None:
                         seed=options.seed, shard=options.shard, embedding_spec=options.embeddings)
     llm_config = load_llm_config(options.config, os.environ, list(options.model))  # a bad config fails here
     if options.dry_run:
-        for line in describe_plan(plan, options.record):
-            console.print(line)
+        from memprobe_engine.cli.dry_run import ResolvedProtocol, print_resolved, role_setting
+
+        roles = []
         if needs_models(plan.systems):
-            console.print("models: " + ", ".join(f"{role} → {llm_config.spec_for(role).spec_string()}"
-                                                 for role in ("reader", "memory_writer")))
-        console.print("dry run: nothing was called or written.")
+            roles.append(role_setting(llm_config, "reader", temperature=plan.reader.temperature,
+                                      max_tokens=plan.reader.max_tokens, note="answers every probe"))
+        if any(input_protocol_of(s) == "memory" and s != "nomem" for s in plan.systems):
+            roles.append(role_setting(llm_config, "memory_writer", temperature=None, max_tokens=None,
+                                      note="memory systems' own calls"))
+        print_resolved(ResolvedProtocol(
+            suite="paradigms", roles=roles,
+            parameters={"sessions": str(plan.sessions_dir), "systems": plan.systems, "ingest": plan.ingest,
+                        "k (memories per probe)": plan.k, "session_k (RAG sessions per probe)": plan.session_k,
+                        "seed": plan.seed, "shard": f"{plan.shard[0]}/{plan.shard[1]}",
+                        "embeddings": plan.embedding_spec},
+            notes=describe_plan(plan, options.record)), console)
         return
     out = asyncio.run(run_paradigms(plan, options.record, llm_config=llm_config, concurrency=options.concurrency,
                                     cache=None if options.no_cache else ResponseCache(), progress=stderr_progress,
