@@ -28,6 +28,7 @@ from memprobe_tui.widgets.event_list import EventList
 from memprobe_tui.widgets.score_table import ScoreTable
 from memprobe_tui.widgets.search_prompt import SearchPrompt
 from memprobe_tui.widgets.store_table import StoreTable
+from memprobe_tui.widgets.table_search import SearchableTable
 
 from .conftest import REPO, make_app
 from .helpers import settle, text_of
@@ -324,3 +325,28 @@ async def test_grid_and_plots_open_from_the_overview() -> None:
         await pilot.press("t")
         await settle(pilot)
         assert app.screen.mode == "retrieve"
+
+
+async def test_browser_names_rows_by_folder_and_refreshes_itself_while_a_run_is_live(tmp_path: Path) -> None:
+    import os
+    import shutil
+
+    from memprobe_tui.screens.browser import BrowserScreen
+
+    from .conftest import TRUNCATED
+
+    live = tmp_path / "live-run"
+    shutil.copytree(TRUNCATED, live)  # no run_end: "running" while a writer holds the lock
+    (live / "writer.lock").write_text(str(os.getpid()))
+    app = MemProbeApp(folder=tmp_path, rescore=None, keymap_path=None)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, BrowserScreen)
+        assert [e.status for e in screen.entries] == ["running"]
+        table = screen.query_one(SearchableTable)
+        assert table.get_row_at(0)[0] == "live-run"  # the folder, not the run id
+        (live / "writer.lock").unlink()  # the writer went away: no key pressed, the list follows
+        await pilot.pause(2.5)
+        await settle(pilot)
+        assert [e.status for e in screen.entries] == ["incomplete"]
