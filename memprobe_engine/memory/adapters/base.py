@@ -90,6 +90,18 @@ class LibraryThread:
         self._thread.join(timeout=10)
 
 
+_THREADS: dict[str, LibraryThread] = {}
+
+
+def library_thread(name: str) -> LibraryThread:
+    """One library thread per system for the whole process: units (users, episodes) of one system
+    reuse it, so threads do not pile up over a long run and loop-bound library state stays valid."""
+    thread = _THREADS.get(name)
+    if thread is None:
+        thread = _THREADS[name] = LibraryThread(name)
+    return thread
+
+
 class _AnyDatetime(type):
     """So that ``isinstance(real_datetime, datetime)`` still holds inside a pinned module."""
 
@@ -227,7 +239,7 @@ class LibraryAdapter:
             self._prepare(self._stores_root())
             self._proxy = await shared_proxy(self.services.chat, self.services.embedder)
             self._token = self._proxy.register(self.name, role=LIBRARY_ROLE)
-            self._thread = LibraryThread(self.name)
+            self._thread = library_thread(self.name)
         self.user_id = user_id
         self._pending = []
         self.store_dir = self._stores_root() / _safe(user_id)
