@@ -1,4 +1,5 @@
-"""Protocol B end to end on one upstream episode: every built-in memory system, every reference input
+"""Protocol B end to end on one upstream episode: every built-in memory system (nomem, longctx_full, amem,
+mem0, memt, memoryos), every reference input
 protocol and every heuristic in one recording (scripted chat double, bag-of-words embeddings).
 
 Checks the recording's shape (episode → session / probe spans, store changes inside session spans),
@@ -24,14 +25,19 @@ from memprobe_engine.llm.types import ChatRequest
 from memprobe_engine.paradigms import reader
 from memprobe_engine.paradigms.runner import ParadigmPlan, describe_plan, run_paradigms
 from tests.doubles import BagOfWordsEmbedder
+from memprobe_engine.memory import memoryos_prompts
 from tests.functional.test_five_systems import FiveSystemOracle
+from tests.unit.test_memoryos import reply as memoryos_reply
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "sessions" / "paradigms" / "upstream-sample"
 EPISODE = "PILOT-01A"
-MEMORY = ["nomem", "longctx_full", "amem", "mem0", "memt"]
+MEMORY = ["nomem", "longctx_full", "amem", "mem0", "memt", "memoryos"]
 REFERENCES = ["full_context", "naive_rag", "time_aware_rag", "oracle_rag"]
 HEURISTICS = ["latest_value", "always_update", "always_preserve", "source_preference"]
+
+MEMORYOS_PROMPTS = {memoryos_prompts.CONTINUITY_SYSTEM, memoryos_prompts.META_SYSTEM, memoryos_prompts.THEMES_SYSTEM,
+                    memoryos_prompts.PROFILE_SYSTEM, memoryos_prompts.KNOWLEDGE_SYSTEM}
 
 ANSWERS: dict[str, dict[str, Any]] = {
     "current_value": {"answer": "CrossFit Central", "reason": "the user switched"},
@@ -55,6 +61,8 @@ class ParadigmOracle(FiveSystemOracle):
             body = request.messages[-1].content
             probe_type = next(t for t, text in reader.ANSWER_FORMATS.items() if body.endswith(text))
             return "reader", json.dumps(ANSWERS[probe_type])
+        if request.messages[0].content in MEMORYOS_PROMPTS:
+            return "memoryos", memoryos_reply(request)
         return super().answer(request)
 
 
