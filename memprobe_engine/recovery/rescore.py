@@ -18,6 +18,7 @@ from memprobe_engine.errors import RecordingError
 from memprobe_engine.events.reader import RecordingReader, open_recording
 from memprobe_engine.events.recorder import Recorder
 from memprobe_engine.lifecycle import recorded_run
+from memprobe_engine.recovery.rescore_contract import RescoreRequest, RescoreSink
 from memprobe_engine.memory.timeline import store_at
 from memprobe_engine.recovery.attribution import Stage0Cache, Stage0Verdict, attribute
 from memprobe_engine.recovery.inputs import BankEntry, PoolDimension
@@ -215,7 +216,8 @@ async def _one(chat: Any, recorder: _ObservedRecorder, material: CaseMaterial, c
                          original_score=material.original_score, attribution=label, events=recorder.emitted[first:])
 
 
-async def rescore_dimension(request: Any, sink: Any, *, llm_config: Any | None = None) -> None:
+async def rescore_dimension(request: RescoreRequest, sink: RescoreSink, *,
+                            llm_config: Any | None = None) -> None:
     """The replay UI's re-run hook (``memprobe_engine.replay.RescoreFunction``): re-score one
     (user, system, dimension) under the requested modes, streaming text, scores and stage verdicts
     into ``sink``. Models come from ``llm_config`` or, by default, the environment

@@ -1,64 +1,16 @@
-"""The contract between a replay UI's "re-run" panel and the engine's re-score function.
-
-A re-score re-runs the slot-filler, the judge and the attribution stages of one (user, system,
-dimension) against the recorded store, appending new events (``judge_score.rescore_of`` points at
-the original) — it never re-runs the system under test and never rewrites earlier events. While it
-runs it reports through a :class:`RescoreSink`: streamed text pieces, stage verdicts and scores. The
-UI passes a sink whose methods post messages (they may be called from any thread or task).
-"""
+"""Where a replay UI finds the engine's re-score (the contract itself lives in
+``recovery/rescore_contract.py``; its types are re-exported here for the replay's callers)."""
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Protocol
-
-#: Where the engine's re-score lives and what it is called; looked up lazily so the replay works
-#: (with the panel disabled) in builds that do not have it yet.
-RESCORE_MODULE = "memprobe_engine.recovery.rescore"
-RESCORE_FUNCTION = "rescore_dimension"
-
-
-@dataclass(frozen=True)
-class RescoreRequest:
-    """Which case to re-score, in which recording, under which access modes."""
-
-    recording: Path
-    user_id: str
-    system: str
-    dimension: str
-    modes: tuple[str, ...] = ("dump_all", "retrieve")
-
-
-class RescoreSink(Protocol):
-    """Receives a running re-score's output; every method must be cheap and thread-safe."""
-
-    def text(self, piece: str, stage: str | None = None) -> None:
-        """A piece of streamed model output; ``stage`` names the step producing it (slot_fill,
-        judge, stage 1…) so a viewer can start a new section when it changes."""
-
-    def note(self, message: str) -> None:
-        """A progress line, e.g. which step starts now."""
-
-    def stage(self, mode: str, stage: int, verdict: str, reason: str | None) -> None:
-        """An attribution stage finished with ``verdict``."""
-
-    def score(self, mode: str, score: float | None, reason: str | None) -> None:
-        """The new judge score of ``mode`` (None: excluded)."""
-
-
-RescoreFunction = Callable[[RescoreRequest, RescoreSink], Awaitable[None]]
+from memprobe_engine.recovery.rescore_contract import RescoreFunction, RescoreRequest, RescoreSink
 
 
 def resolve_rescore() -> RescoreFunction | None:
-    """The engine's re-score function, or None when this build does not have one."""
-    try:
-        module = importlib.import_module(RESCORE_MODULE)
-    except ModuleNotFoundError as err:
-        if err.name == RESCORE_MODULE:
-            return None
-        raise
-    found = getattr(module, RESCORE_FUNCTION, None)
-    return found if callable(found) else None
+    """The engine's re-score function (protocol A's :func:`~memprobe_engine.recovery.rescore.rescore_dimension`)."""
+    from memprobe_engine.recovery.rescore import rescore_dimension
+
+    return rescore_dimension
+
+
+__all__ = ["RescoreFunction", "RescoreRequest", "RescoreSink", "resolve_rescore"]
