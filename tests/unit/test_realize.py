@@ -84,8 +84,8 @@ def author(specs: list[LatentSpec], bad: Callable[[SessionPlan, int], bool] = la
     keys: dict[str, tuple[SessionPlan, LatentSpec]] = {}
     for spec in specs:
         fact = readable_fact(spec, FACTS)
-        for plan in [*build_plan(spec), *build_plan(spec, filler_cap=1)]:
-            keys[_key(session_messages(plan, spec, fact, [])[1].content)] = (plan, spec)
+        for plan in [*build_plan(spec), *build_plan(spec, filler_cap=1)]:  # uncapped plans win on a tie
+            keys.setdefault(_key(session_messages(plan, spec, fact, [])[1].content), (plan, spec))
     counter = {"n": 0}
 
     def reply(request: ChatRequest) -> str:
