@@ -28,10 +28,10 @@ BOUND_S = 5.0
 FULL_EVERY = 20
 
 
-def _work(args: tuple[int, int, int, float]) -> tuple[Counter[str], Counter[str], Counter[str], list[float], list[str]]:
+def _work(args: tuple[int, int, int, float, bool]) -> tuple[Counter[str], Counter[str], Counter[str], list[float], list[str]]:
     from tests.fuzzing import classify, make_bases, mutate, scratch_dir, warm_up, write_files
 
-    worker, count, seed, budget_s = args
+    worker, count, seed, budget_s, cpu_bound = args
     deadline = time.monotonic() + budget_s
     work = scratch_dir()
     bases = make_bases(work)
@@ -48,7 +48,7 @@ def _work(args: tuple[int, int, int, float]) -> tuple[Counter[str], Counter[str]
         base = rng.choice(bases)
         files, notes = mutate(base, rng, rng.choice((1, 1, 1, 2, 3)))
         write_files(work / "m", files)
-        out = classify(work / "m", BOUND_S, tables=(i % FULL_EVERY == 0))
+        out = classify(work / "m", BOUND_S, tables=(i % FULL_EVERY == 0), cpu=cpu_bound)
         outcomes[out.kind] += 1
         families[f"{notes[0].split(':')[0]}/{out.kind}"] += 1
         times.append(out.seconds)
@@ -70,11 +70,15 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--seconds", type=float, default=float("inf"),
                         help="stop each worker after this long and report the inputs done so far")
+    parser.add_argument("--cpu-bound", action="store_true",
+                        help="bound each input by 5 s of its process's CPU time instead of wall time "
+                             "(on a machine shared with other jobs)")
     args = parser.parse_args()
     shares = [args.n // args.workers + (1 if w < args.n % args.workers else 0) for w in range(args.workers)]
     started = time.perf_counter()
     with multiprocessing.get_context("fork").Pool(args.workers) as pool:
-        results = pool.map(_work, [(w, shares[w], args.seed, args.seconds) for w in range(args.workers)])
+        results = pool.map(_work, [(w, shares[w], args.seed, args.seconds, args.cpu_bound)
+                                   for w in range(args.workers)])
     wall = time.perf_counter() - started
     outcomes: Counter[str] = Counter()
     families: Counter[str] = Counter()
