@@ -19,6 +19,7 @@ from memprobe_engine.replay import ReplaySession, RescoreFunction, resolve_resco
 from memprobe_engine.replay.paradigm_queries import is_paradigm_recording
 from memprobe_tui.commands import ReplayCommands
 from memprobe_tui.keymap import DEFAULT_KEYMAP, load_keymap, unknown_ids
+from memprobe_tui.paradigm_commands import ParadigmCommands
 from memprobe_tui.screens.base import ReplayScreen
 from memprobe_tui.screens.browser import BrowserScreen
 from memprobe_tui.screens.dimension import DimensionScreen
@@ -54,7 +55,7 @@ class MemProbeApp(App[None]):
         Binding("f1", "toggle_help", "Help", id="app.help"),
         Binding("q", "quit", "Quit", show=False, id="app.quit"),  # in F1 help and the palette; saves footer room at 80 columns
     ]
-    COMMANDS = App.COMMANDS | {ReplayCommands}
+    COMMANDS = App.COMMANDS | {ReplayCommands, ParadigmCommands}
 
     def __init__(self, *, session: ReplaySession | None = None, folder: Path | None = None,
                  rescore: RescoreFunction | None | Literal["auto"] = "auto",
