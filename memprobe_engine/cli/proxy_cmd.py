@@ -20,7 +20,7 @@ import os
 import signal
 import sys
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any, Literal, Optional
 
 import typer
 
@@ -84,7 +84,7 @@ async def _serve(record: Path, llm_config: Any, embedding_spec: str, port: int, 
         sessions.append((context, stack))
         return context
 
-    status = "failed"
+    status: Literal["completed", "interrupted"] = "interrupted"
     run_context, run_stack = contextvars.copy_context(), contextlib.ExitStack()
     run_context.run(run_stack.enter_context, recorder.span("proxy", "run"))
     server = RecordingProxy(chat, make_embedder, open_keys=True, default_role="default", port=port,
@@ -112,6 +112,6 @@ async def _serve(record: Path, llm_config: Any, embedding_spec: str, port: int, 
         await chat.aclose()
         for item in embedder:
             await item.aclose()
-        recorder.emit(RunEnd(status=status if status == "completed" else "interrupted"))  # type: ignore[arg-type]
+        recorder.emit(RunEnd(status=status))
         writer.close()
     print(f"recorded to {record}  (replay: memprobe replay {record})", file=sys.stderr, flush=True)

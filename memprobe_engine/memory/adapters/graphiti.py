@@ -140,11 +140,11 @@ def _kuzu_driver(driver_class: Any, path: Path) -> Any:
     def sized(database_path: str, **kwargs: Any) -> Any:
         return real(database_path, buffer_pool_size=KUZU_BUFFER_BYTES, max_db_size=KUZU_MAX_DB_BYTES,
                     max_num_threads=1, **kwargs)
-    kuzu.Database = sized
+    setattr(kuzu, "Database", sized)  # noqa: B010 - a module attribute swapped for one call
     try:
         return driver_class(db=str(path))
     finally:
-        kuzu.Database = real
+        setattr(kuzu, "Database", real)  # noqa: B010
 
 
 def _fields(model: Any, kind: str) -> dict[str, Any]:

@@ -54,12 +54,15 @@ class LangMem(LibraryAdapter):
         from langgraph.store.memory import InMemoryStore
         from langmem import create_memory_store_manager
 
-        embeddings = OpenAIEmbeddings(model="embeddings", base_url=self.base_url, api_key=self.api_key,
-                                      check_embedding_ctx_length=False, dimensions=None, max_retries=0,
+        # Keyword dictionaries: these pydantic models take aliases (base_url, api_key, timeout) that
+        # their type stubs do not all declare.
+        client: dict[str, Any] = {"base_url": self.base_url, "api_key": self.api_key, "max_retries": 0}
+        embeddings = OpenAIEmbeddings(**client, model="embeddings", check_embedding_ctx_length=False,
                                       request_timeout=LIBRARY_HTTP_TIMEOUT_S)
-        self._store = InMemoryStore(index={"dims": EMBEDDING_DIMS, "embed": embeddings})
-        model = ChatOpenAI(model=LIBRARY_ROLE, base_url=self.base_url, api_key=self.api_key, temperature=0.0,
-                           max_tokens=MAX_TOKENS, max_retries=0, timeout=LIBRARY_HTTP_TIMEOUT_S)
+        index: Any = {"dims": EMBEDDING_DIMS, "embed": embeddings}
+        self._store = InMemoryStore(index=index)
+        model = ChatOpenAI(**client, model=LIBRARY_ROLE, temperature=0.0, max_tokens=MAX_TOKENS,
+                           timeout=LIBRARY_HTTP_TIMEOUT_S)
         self._manager = create_memory_store_manager(model, namespace=("memories", "{langgraph_user_id}"),
                                                     store=self._store, enable_deletes=True)
 

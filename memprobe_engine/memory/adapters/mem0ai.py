@@ -50,7 +50,7 @@ class Mem0AI(LibraryAdapter):
         return [importlib.import_module("mem0.memory.main"), importlib.import_module("mem0.configs.prompts")]
 
     def _lib_reset(self, store_dir: Path) -> None:
-        from mem0 import Memory  # type: ignore[import-untyped]
+        from mem0 import Memory
 
         if self._memory is not None:
             self._memory.close()
