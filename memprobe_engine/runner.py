@@ -106,8 +106,10 @@ def load_resume_state(record: Path) -> ResumeState:
         open_units: dict[str, tuple[str, str]] = {}
         for event in reader.iter_events(kinds=["span_begin", "span_end", "llm_call", "attribution_stage"]):
             if event.kind == "span_begin" and event.span_kind == "unit":
-                open_units[event.span_id] = (event.user_id, event.system)
-            elif event.kind == "span_end" and event.span_id in open_units and event.status == "ok":
+                if event.span_id is not None and event.user_id is not None and event.system is not None:
+                    open_units[event.span_id] = (event.user_id, event.system)
+            elif event.kind == "span_end" and event.span_id is not None and event.span_id in open_units \
+                    and event.status == "ok":
                 state.completed_units.add(open_units[event.span_id])
             elif event.kind == "llm_call" and event.error is None and event.response_text is not None:
                 # Every round of a repaired (or excluded) call, so a resumed call repairs exactly as
@@ -119,8 +121,9 @@ def load_resume_state(record: Path) -> ResumeState:
                         completion_tokens=usage.completion_tokens if usage else 0)))
             elif event.kind == "attribution_stage" and event.stage == 0 and event.verdict in ("can_invite",
                                                                                               "cannot_invite"):
-                state.stage0.put(event.user_id, event.dimension,
-                                 Stage0Verdict(can_invite=event.verdict == "can_invite", reason=event.reason or ""))
+                if event.user_id is not None and event.dimension is not None:
+                    state.stage0.put(event.user_id, event.dimension, Stage0Verdict(
+                        can_invite=event.verdict == "can_invite", reason=event.reason or ""))
     return state
 
 

@@ -12,11 +12,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from memprobe_engine.errors import RecordingError
 from memprobe_engine.events.reader import RecordingReader, open_recording
 from memprobe_engine.events.recorder import Recorder
+from memprobe_engine.events.run import SpanBegin
+from memprobe_engine.events.scoring import JudgeScore
 from memprobe_engine.lifecycle import recorded_run
 from memprobe_engine.recovery.rescore_contract import RescoreRequest, RescoreSink
 from memprobe_engine.memory.timeline import store_at
@@ -83,7 +85,7 @@ class _ObservedRecorder(Recorder):
 def recorded_cases(reader: RecordingReader) -> list[Case]:
     """Every (user, system, dimension, mode) that has a judge score, in recording order."""
     seen: dict[Case, None] = {}
-    for event in reader.iter_events(kinds=["judge_score"]):
+    for event in reader.iter_of(JudgeScore):
         if event.user_id and event.system and event.dimension:
             seen[Case(event.user_id, event.system, event.dimension, event.mode)] = None
     return list(seen)
@@ -154,7 +156,7 @@ def _retrieved_view(system: str) -> Callable[[dict[str, Any]], dict[str, Any]]:
 
 
 def _unit_inputs(reader: RecordingReader, case: Case) -> dict[str, Any]:
-    for event in reader.iter_events(kinds=["span_begin"]):
+    for event in reader.iter_of(SpanBegin):
         if event.span_kind == "unit" and event.user_id == case.user_id and event.system == case.system:
             ref = event.attrs.get("inputs_ref")
             if ref:
@@ -228,7 +230,8 @@ async def rescore_dimension(request: RescoreRequest, sink: RescoreSink, *,
     from memprobe_engine.llm.config import load_llm_config
 
     config = llm_config if llm_config is not None else load_llm_config(None, os.environ, [])
-    cases = [Case(request.user_id, request.system, request.dimension, mode) for mode in request.modes]
+    cases = [Case(request.user_id, request.system, request.dimension, cast(Mode, mode)) for mode in request.modes
+             if mode in ("dump_all", "retrieve")]
 
     def on_event(event: Any) -> None:
         if event.kind == "judge_score":
