@@ -106,8 +106,9 @@ class RerunPanel(Vertical):
 
     def finish(self, outcome: str) -> None:
         self._outcome = outcome
-        took = duration(time.monotonic() - self._started) if self._started else "?"
-        self._set_status(f"{self._title}: {outcome} · {took}, steps: {self._steps}"
+        # No elapsed time here: the progress line showed it while running, and a finished panel
+        # should read the same every time it is shown (snapshots, a reopened inspector).
+        self._set_status(f"{self._title}: {outcome} · steps: {self._steps}"
                          + (" — scores appended to the recording" if outcome == "done" else ""))
 
     def status(self, text: str) -> None:
