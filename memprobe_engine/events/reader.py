@@ -146,7 +146,7 @@ class RecordingReader:
 
     def _damaged(self, line: int, reason: str) -> DamagedEvent:
         self.damage.bad_lines[line] = reason
-        return DamagedEvent(f"{self.path}: line {line + 1}: {reason}.")
+        return DamagedEvent(f"{self.path}: line {line + 1} is not a valid event: {reason}.")
 
     def decode(self, line: int, raw: bytes) -> EventDict:
         """Check and decode one stored line (see the module docstring); DamagedEvent on failure."""
