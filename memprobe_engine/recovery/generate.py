@@ -13,7 +13,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import orjson
 from pydantic import BaseModel, Field, ValidationError
@@ -26,7 +26,7 @@ from memprobe_engine.recovery.input_rules import CATEGORY_DISPLAY, CATEGORY_SLOT
 from memprobe_engine.recovery.inputs import (BankEntry, DimensionPool, PersonaProfile, Task, UserBank,
                                              UserTasks)
 
-_SEEDS = {
+_SEEDS: dict[str, list[Any]] = {
     "age": [19, 24, 29, 33, 38, 44, 51, 58, 63, 70, 76],
     "region": ["rural Georgia", "Minneapolis, Minnesota", "El Paso, Texas", "Tucson, Arizona", "Queens, New York",
                "Spokane, Washington", "Dayton, Ohio", "Baton Rouge, Louisiana", "Portland, Maine", "Boise, Idaho"],
@@ -87,7 +87,7 @@ async def _persona(chat: Any, rng: random.Random, settings: GenerationSettings) 
     if out.parsed is None:
         raise GenerationError(f"persona generation failed: {out.excluded}. Try a stronger model for the "
                               f"task_generator role (--model task_generator=SPEC).")
-    return out.parsed
+    return cast(PersonaProfile, out.parsed)
 
 
 async def _bank(chat: Any, pool: DimensionPool, user_id: str, profile: PersonaProfile,
@@ -114,7 +114,7 @@ async def _bank(chat: Any, pool: DimensionPool, user_id: str, profile: PersonaPr
                                                         seed=settings.seed + attempt))
             problems = _bank_problems(out.parsed, pool, category, need) if out.parsed else [out.excluded or "no JSON"]
             if not problems:
-                categories[category.value] = out.parsed.entries  # type: ignore[union-attr]
+                categories[category.value] = out.parsed.entries
                 break
             feedback = "\n\nYour previous answer was rejected: " + "; ".join(problems) + ". Fix these."
         else:
@@ -192,7 +192,7 @@ async def _critic(chat: Any, task: str) -> _CriticVerdict:
     out = await chat.chat("critic", messages, schema=_CriticVerdict, params=SamplingParams(temperature=0.0, max_tokens=200))
     if out.parsed is None:
         raise GenerationError(f"critic output unusable: {out.excluded}")
-    return out.parsed
+    return cast(_CriticVerdict, out.parsed)
 
 
 async def _edit(chat: Any, draft: _TaskDraft, entry: BankEntry, reason: str, params: SamplingParams) -> _TaskDraft:
@@ -204,7 +204,7 @@ async def _edit(chat: Any, draft: _TaskDraft, entry: BankEntry, reason: str, par
     out = await chat.chat("editor", messages, schema=_TaskDraft, params=params)
     if out.parsed is None:
         raise GenerationError(f"editor output unusable: {out.excluded}")
-    return out.parsed
+    return cast(_TaskDraft, out.parsed)
 
 
 def write_user(out_dir: Path, user_id: str, profile: PersonaProfile, bank: UserBank, tasks: UserTasks) -> Path:

@@ -11,7 +11,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-RubricScore = Literal[0, 0.25, 0.5, 0.75, 1]
+# mypy admits no float in Literal; pydantic validates these exact values at run time.
+RubricScore = Literal[0, 0.25, 0.5, 0.75, 1]  # type: ignore[valid-type]
 RUBRIC_VALUES: tuple[float, ...] = (0.0, 0.25, 0.5, 0.75, 1.0)
 OK_THRESHOLD = 0.75
 
