@@ -299,12 +299,6 @@ class RecordingReader:
         """Resolve a content-addressed payload reference (checked against its hash)."""
         return self._payloads.get(ref)
 
-    def verify(self) -> DamageReport:
-        """Check every line, the span tree and the payloads; returns (and keeps) the damage found."""
-        from memprobe_engine.events.integrity import check_recording
-
-        return check_recording(self)
-
     def close(self) -> None:
         os.close(self._fd)
 

@@ -75,8 +75,8 @@ def merged(flag: Any, table_value: Any, default: Any) -> Any:
 def recovery_protocol(plan: Any, llm_config: Any) -> Any:
     """What a protocol-A run of ``plan`` would do, for ``memprobe run --dry-run``: every role with
     its model and sampling, the protocol parameters, and the policy (a
-    :class:`~memprobe_engine.cli.dry_run.ResolvedProtocol`)."""
-    from memprobe_engine.cli.dry_run import ResolvedProtocol, role_setting
+    :class:`~memprobe_engine.llm.resolved.ResolvedProtocol`)."""
+    from memprobe_engine.llm.resolved import ResolvedProtocol, role_setting
     from memprobe_engine.memory.memt_react import REACT_PARAMS
     from memprobe_engine.recovery.policy import DESCRIPTIONS
     from memprobe_engine.recovery.scoring import RETRIEVE_K

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from memprobe_engine.events.integrity import check_recording
 from memprobe_engine.cli.import_cmd import import_app
 from memprobe_engine.events.reader import open_recording
 from memprobe_engine.imports import ImportResult, import_release_a
@@ -59,7 +60,7 @@ def frames(imported: ImportResult) -> ReportFrames:
 
 def events_of(record: Path) -> list[Any]:
     with open_recording(record) as reader:
-        assert reader.verify().clean, "every imported event must parse with the real event models"
+        assert check_recording(reader).clean, "every imported event must parse with the real event models"
         return list(reader.iter_events())
 
 

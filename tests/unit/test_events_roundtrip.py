@@ -7,6 +7,7 @@ from pathlib import Path
 import orjson
 import pytest
 
+from memprobe_engine.events.integrity import check_recording
 from memprobe_engine.errors import RecordingError
 from memprobe_engine.events import EVENT_KINDS
 from memprobe_engine.events.dialogue import Message
@@ -147,7 +148,7 @@ def test_damaged_middle_line_is_reported_not_fatal(tmp_path: Path) -> None:
     path.write_bytes(b"".join(lines))
     reader = open_recording(tmp_path / "rec")
     assert [e.seq for e in reader.iter_events()] == [0, 2]
-    damage = reader.verify()
+    damage = check_recording(reader)
     assert list(damage.bad_lines) == [1]
 
 
@@ -206,7 +207,7 @@ def test_events_with_null_fields_read_back(tmp_path: Path) -> None:
     writer.close()
     reader = open_recording(tmp_path / "rec")
     assert [e.kind for e in reader.iter_events()] == [e.kind for e in written]
-    assert reader.verify().clean
+    assert check_recording(reader).clean
 
 
 def _minimal(annotation: object) -> object:
