@@ -19,6 +19,7 @@ from memprobe_engine.replay import ReplaySession, RescoreFunction, resolve_resco
 from memprobe_engine.replay.paradigm_queries import is_paradigm_recording
 from memprobe_tui.commands import ReplayCommands
 from memprobe_tui.keymap import DEFAULT_KEYMAP, load_keymap, unknown_ids
+from memprobe_tui.messages import ShowText
 from memprobe_tui.paradigm_commands import ParadigmCommands
 from memprobe_tui.screens.base import ReplayScreen
 from memprobe_tui.screens.browser import BrowserScreen
@@ -78,6 +79,10 @@ class MemProbeApp(App[None]):
         self.rerun_logs: dict[tuple[str, str, str, str], str] = {}
         #: The protocol-B probe re-run; None: the probe inspector builds the default on first use.
         self.probe_rerun = probe_rerun
+
+    def on_show_text(self, message: ShowText) -> None:
+        """A pane or screen asked for a text full screen (``z``/Enter, ``i``)."""
+        self.push_screen(TextViewScreen(message.title, message.lines, message.query))
 
     def on_mount(self) -> None:
         keymap, problem = load_keymap(self.keymap_path)

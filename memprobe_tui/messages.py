@@ -3,7 +3,10 @@ await the engine) and post one of these; the screen's handler, on the UI thread,
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
+
+from rich.console import RenderableType
 
 from textual.message import Message
 
@@ -62,3 +65,12 @@ class RescoreFinished(Message):
     def __init__(self, outcome: str) -> None:
         super().__init__()
         self.outcome = outcome
+
+
+class ShowText(Message):
+    """Show ``lines`` full screen under ``title`` (re-applying the search ``query``). Panes and screens
+    post it and the app pushes the text view, so no widget or base screen imports a screen above it."""
+
+    def __init__(self, title: str, lines: Sequence[RenderableType], query: str = "") -> None:
+        super().__init__()
+        self.title, self.lines, self.query = title, list(lines), query

@@ -22,7 +22,7 @@ from textual.worker import Worker, WorkerState
 from memprobe_engine.errors import MemProbeError
 from memprobe_engine.replay import ReplaySession
 from memprobe_tui.export import ExportDoc, export_dir, text_doc, write_export
-from memprobe_tui.messages import RecordingGrew
+from memprobe_tui.messages import RecordingGrew, ShowText
 from memprobe_tui.navigation import Navigator
 from memprobe_tui.widgets.damage_banner import DamageBanner
 from memprobe_tui.widgets.detail_log import DetailLog
@@ -116,10 +116,8 @@ class ReplayScreen(Screen[None]):
         if self.session is None:
             return
         from memprobe_tui.render_settings import settings_lines
-        from memprobe_tui.screens.text_view import TextViewScreen
 
-        self.app.push_screen(TextViewScreen(f"settings of {self.session.header.run_id}",
-                                            settings_lines(self.session.header)))
+        self.post_message(ShowText(f"settings of {self.session.header.run_id}", settings_lines(self.session.header)))
 
     def focused_pane(self) -> DetailLog | None:
         """The text pane copy/export act on: the focused one, else the screen's first."""

@@ -20,6 +20,7 @@ from rich.text import Text
 from textual.binding import Binding, BindingType
 from textual.widgets import RichLog
 
+from memprobe_tui.messages import ShowText
 from memprobe_tui.widgets.search_prompt import Matches, SearchPrompt
 
 MATCH_STYLE = "reverse"  # visible without colour (NO_COLOR, monochrome terminals)
@@ -111,10 +112,8 @@ class DetailLog(RichLog):
                        animate=False)
 
     def action_zoom(self) -> None:
-        from memprobe_tui.screens.text_view import TextViewScreen  # the screen imports this widget
-
         title = self.zoom_title or str(getattr(self.screen, "title_text", "") or "")
-        self.app.push_screen(TextViewScreen(title, self._source, self.matches.query))
+        self.post_message(ShowText(title, self._source, self.matches.query))
 
     def action_search(self) -> None:
         self.app.push_screen(SearchPrompt(value=self.matches.query), self.search)
