@@ -30,12 +30,13 @@ from memprobe_engine.recovery.unit import tasks_for, unit_inputs
 from memprobe_engine.report.frames import ReportFrames, load_frames
 from memprobe_engine.report.tables import category_means, user_b
 
-SAMPLE = Path(__file__).resolve().parents[3] / "shared" / "release-sample-A"
+# A copy of the recovery paper's public release sample ships in tests/fixtures (with its LICENSE),
+# so these tests run on a fresh clone.
+SAMPLE = Path(__file__).resolve().parents[1] / "fixtures" / "release-sample-A"
 RUNS = ("nomem_pooled_50", "amem_pooled_50", "longctx_full_pooled_50", "mem0_pooled_50", "memt_memonly_pooled_50")
 USERS = ("user_001", "user_002")
 CANONICAL = tuple(c.value for c in Category)
 
-pytestmark = pytest.mark.skipif(not SAMPLE.is_dir(), reason=f"release sample not found at {SAMPLE}")
 
 
 def load(rel: str, root: Path = SAMPLE) -> Any:
