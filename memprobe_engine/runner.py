@@ -16,8 +16,9 @@ import datetime as dt
 import hashlib
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -183,43 +184,62 @@ async def run_recovery(plan: RecoveryPlan, record: Path, *, llm_config: Any, con
         reader_spec = llm_config.spec_for("slot_filler")
         units = [u for u in select_units(users, plan.systems, plan.shard)
                  if (u[0].user_id, u[1]) not in state.completed_units]
-        done = 0
+        tally = UnitTally(len(units))
         ctx = UnitContext(chat=chat, embedder=None, recorder=recorder, pool=pool, settings=plan.settings,
                           modes=plan.modes, reader_context_tokens=reader_spec.context_tokens or 128_000,
                           stage0=state.stage0, scoring_concurrency=concurrency,
-                          progress=(lambda line: progress(line, done, len(units))) if progress is not None else None)
+                          progress=(lambda line: progress(line, tally.done, tally.total)) if progress is not None else None)
         try:
             if needs_embedder:
                 from memprobe_engine.llm.embeddings import Embedder
 
                 embedder = Embedder.from_spec(plan.embedding_spec, recorder=recorder)
             ctx.embedder = embedder
-            gate = asyncio.Semaphore(max(1, concurrency))
-
-            async def one(user: SimUser, system: str) -> None:
-                nonlocal done
-                async with gate:
-                    started = time.monotonic()
-                    await run_unit(ctx, user, system, plan.dimensions)
-                    done += 1
-                    if progress is not None:
-                        progress(f"{user.user_id} × {system} done in {time.monotonic() - started:.0f} s", done,
-                                 len(units))
-
             with recorder.span("run", "run"):
-                # A task group: the first unit to fail cancels the others (their spans end cancelled),
-                # and the lifecycle reports that one error.
-                async with asyncio.TaskGroup() as group:
-                    for user, system in units:
-                        group.create_task(one(user, system))
+                await run_units(
+                    [(f"{user.user_id} × {system}", partial(run_unit, ctx, user, system, plan.dimensions))
+                     for user, system in units],
+                    concurrency=concurrency, tally=tally, progress=progress)
         finally:
-            from memprobe_engine.llm.proxy import close_shared_proxies
-
-            await close_shared_proxies()  # the recording proxy of library adapters, if any ran
-            await chat.aclose()
-            if embedder is not None and hasattr(embedder, "aclose"):
-                await embedder.aclose()
+            await close_run_clients(chat, embedder)
     return record
+
+
+class UnitTally:
+    """How many of a run's units have finished, for the progress lines units print while they run."""
+
+    def __init__(self, total: int) -> None:
+        self.done, self.total = 0, total
+
+
+async def run_units(units: Sequence[tuple[str, Callable[[], Awaitable[None]]]], *, concurrency: int,
+                    tally: UnitTally, progress: ProgressHook | None) -> None:
+    """Run ``(label, work)`` units at most ``concurrency`` at a time, in one task group: the first unit
+    to fail cancels the others (their spans end cancelled) and the lifecycle reports that one error."""
+    gate = asyncio.Semaphore(max(1, concurrency))
+
+    async def one(label: str, work: Callable[[], Awaitable[None]]) -> None:
+        async with gate:
+            started = time.monotonic()
+            await work()
+            tally.done += 1
+            if progress is not None:
+                progress(f"{label} done in {time.monotonic() - started:.0f} s", tally.done, tally.total)
+
+    async with asyncio.TaskGroup() as group:
+        for label, work in units:
+            group.create_task(one(label, work))
+
+
+async def close_run_clients(chat: Any, embedder: Any) -> None:
+    """Close what a run opened: the library adapters' recording proxy (if any ran), the chat client, the
+    embedder."""
+    from memprobe_engine.llm.proxy import close_shared_proxies
+
+    await close_shared_proxies()
+    await chat.aclose()
+    if embedder is not None and hasattr(embedder, "aclose"):
+        await embedder.aclose()
 
 
 def stderr_progress(message: str, done: int, total: int) -> None:

@@ -22,12 +22,11 @@ refused by the header's fingerprint.
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
-import time
 import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -64,7 +63,8 @@ from memprobe_engine.paradigms.reader import (
 )
 from memprobe_engine.paradigms.scoring import score_probe
 from memprobe_engine.paradigms.suite import Episode, Probe, Suite, load_suite
-from memprobe_engine.runner import RecordedResponses, fingerprint, shard_record_dir
+from memprobe_engine.runner import (RecordedResponses, UnitTally, close_run_clients, fingerprint, run_units,
+                                    shard_record_dir)
 
 #: Default number of memories a memory system's search returns to the reader.
 DEFAULT_K = 10
@@ -331,38 +331,19 @@ async def run_paradigms(plan: ParadigmPlan, record: Path, *, llm_config: Any, co
         run.scrub = getattr(chat, "scrub", None)
         units = [(e, s) for e, s in select_units(episodes, plan.systems, plan.shard)
                  if (e.episode_id, s) not in state.completed_units]
-        done = 0
         try:
             if wants_embedder:
                 from memprobe_engine.llm.embeddings import Embedder
 
                 embedder = Embedder.from_spec(plan.embedding_spec, recorder=recorder)
             ctx = UnitServices(chat=chat, embedder=embedder, recorder=recorder, plan=plan)
-            gate = asyncio.Semaphore(max(1, concurrency))
-
-            async def one(episode: Episode, system: str) -> None:
-                nonlocal done
-                async with gate:
-                    started = time.monotonic()
-                    await run_unit(ctx, episode, system)
-                    done += 1
-                    if progress is not None:
-                        progress(f"{episode.episode_id} × {system} done in {time.monotonic() - started:.0f} s", done,
-                                 len(units))
-
             with recorder.span("run", "run"):
-                # A task group: the first unit to fail cancels the others (their spans end cancelled)
-                # and the lifecycle reports that one error.
-                async with asyncio.TaskGroup() as group:
-                    for episode, system in units:
-                        group.create_task(one(episode, system))
+                await run_units(
+                    [(f"{episode.episode_id} × {system}", partial(run_unit, ctx, episode, system))
+                     for episode, system in units],
+                    concurrency=concurrency, tally=UnitTally(len(units)), progress=progress)
         finally:
-            from memprobe_engine.llm.proxy import close_shared_proxies
-
-            await close_shared_proxies()  # the recording proxy of library adapters, if any ran
-            await chat.aclose()
-            if embedder is not None and hasattr(embedder, "aclose"):
-                await embedder.aclose()
+            await close_run_clients(chat, embedder)
     return record
 
 
