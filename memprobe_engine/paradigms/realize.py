@@ -65,6 +65,8 @@ ESSENTIAL = frozenset({"encoding", "perturbation", "perturbation_p1", "perturbat
 STRONG_FIRST = frozenset({"decoy_nonupdate"})
 _SPEAKER = re.compile(r"^\s*[\[*]*\s*(user|assistant|asst|tool(?:[ _]output)?)\s*[\]*]*\s*[:\]][\s*]*", re.IGNORECASE)
 _ROLE_OF = {"user": "user", "assistant": "assistant", "asst": "assistant"}
+#: How a complete turn ends (a sentence mark, optionally inside quotes / brackets, or a code fence).
+_FINISHED = re.compile(r"([.!?…:]|```)[\"')\]*”’]*\s*$")
 
 
 @dataclass(frozen=True)
@@ -144,6 +146,19 @@ def parse_turns(text: str) -> list[Turn]:
         seen.add(key)
         out.append(Turn.model_validate({"role": role, "content": content}))
     return out
+
+
+def session_turns(text: str) -> list[Turn]:
+    """The turns kept of a reply: the first ``KEEP_TURNS`` (small models run on past the asked
+    length), minus a last turn the token cap cut off mid-sentence when at least two turns remain.
+
+    Both repairs are mechanical and add nothing: they only drop text after the session the prompt
+    asked for, and the rules then check what is kept."""
+    turns = parse_turns(text)
+    kept = turns[:KEEP_TURNS]
+    if len(kept) == len(turns) and len(kept) > 2 and not _FINISHED.search(kept[-1].content):
+        kept = kept[:-1]
+    return kept
 
 
 class Realizer:
@@ -271,13 +286,13 @@ class Realizer:
                     self.stats.regenerations += 1
                 messages = session_messages(plan, spec, fact, feedback)
                 kept = self.accepted.get(messages[-1].content)
-                if kept is not None and not check_session(plan, parse_turns(kept.text)[:KEEP_TURNS], spec):
+                if kept is not None and not check_session(plan, session_turns(kept.text), spec):
                     # Accepted by an earlier session of this run (perhaps from another role): kept.
                     self.stats.reused += 1
                     self.recorder.emit(RealizeCheck(episode_id=spec.episode_id, session_idx=plan.index,
                                                     session_type=plan.session_type, attempt=attempt, role=kept.role,
                                                     call_seq=kept.call_seq, problems=[], outcome="accepted"))
-                    return parse_turns(kept.text)[:KEEP_TURNS], []
+                    return session_turns(kept.text), []
                 # A two-turn session ends where the model would start a second user turn: small
                 # models otherwise ignore the length and write until the token cap.
                 stop = None if plan.kind.startswith("perturbation") else TWO_TURN_STOP
@@ -286,8 +301,7 @@ class Realizer:
                 outcome = await self.chat.chat(role, messages, params=params)
                 self.stats.calls += 1
                 self.stats.live_calls += 0 if outcome.cache_hit else 1
-                # Small models run on past the asked length; the first turns are kept (and checked).
-                turns = parse_turns(outcome.text)[:KEEP_TURNS]
+                turns = session_turns(outcome.text)
                 problems = check_session(plan, turns, spec)
                 last = attempt == total - 1
                 verdict: Literal["accepted", "retry", "failed"] = (

@@ -6,7 +6,8 @@ value in a wrong relation; a decoy is declined in one sentence; the assistant-no
 opens with the assistant's wrong statement; reactivation recalls the old value first; a direct
 change does not; P1 gives the trigger without naming the new value, P2 uses the new value as
 settled; agentic sessions show tool outputs). Sessions are kept short (2–4 turns of a few
-sentences) so a small CPU model can write a whole suite.
+sentences) so a small CPU model can write a whole suite; perturbations and retries are asked as a
+turn-by-turn outline with the values written in (see :func:`session_messages`).
 """
 
 from __future__ import annotations
@@ -35,31 +36,158 @@ _STYLE = {
 
 
 def session_messages(plan: SessionPlan, spec: LatentSpec, fact: str, feedback: list[str]) -> list[ChatMessage]:
-    """The request for one session; ``feedback`` lists the rule problems of the previous attempt."""
-    size = ("2 to 4 turns, each 1-2 sentences" if plan.kind.startswith("perturbation")
-            else "exactly 2 turns (one USER message, one ASSISTANT reply), each 1-2 sentences")
+    """The request for one session; ``feedback`` lists the rule problems of the previous attempt.
+
+    Perturbations, and every retry, are asked as a turn-by-turn outline with the required values
+    already written into each line: the small models we run follow "1. ASSISTANT: … 2. USER: …"
+    far more reliably than a description (they otherwise open with small talk, let the wrong
+    speaker start, or drop the value). A first attempt at an encoding or filler keeps the plain
+    description, which they do follow (and which earlier runs of a suite already answered)."""
+    if plan.kind.startswith("perturbation") or feedback:
+        return _outline_messages(plan, spec, fact, feedback)
+    size = "exactly 2 turns (one USER message, one ASSISTANT reply), each 1-2 sentences"
     background = plan.kind == "weakly_related_background"
     lines = [f"Write {_STYLE.get(spec.domain, _STYLE['work'])}: {size}."]
     if not background:  # background chats are generic: one request serves every fact of a domain
         lines.append(f"The benchmark tracks {fact}.")
     lines.append("")
     lines += _instructions(plan, spec, fact)
+    lines += _avoid_lines(plan, spec)
+    lines += ["", REPLY_FORMAT]
+    return [ChatMessage(role="system", content=SYSTEM), ChatMessage(role="user", content="\n".join(lines))]
+
+
+def _avoid_lines(plan: SessionPlan, spec: LatentSpec) -> list[str]:
+    """The values this session must not name (none for a generic background chat)."""
+    lines: list[str] = []
     if spec.domain == "agentic":
         lines.append("A TOOL: line may show a short, realistic command or tool result.")
-    if plan.forbid and not background:
+    if plan.kind == "weakly_related_background":
+        return lines
+    if plan.forbid:
         lines.append("Do NOT mention: " + ", ".join(f'"{v}"' for v in plan.forbid) + ".")
     avoid = [v for v in spec.distractor_values
              if not plan.distractors_ok and v not in plan.must and not mentions(plan.brief, v)]
-    if avoid and not background:
+    if avoid:
         lines.append("Also do not mention: " + ", ".join(f'"{v}"' for v in avoid) + ".")
+    return lines
+
+
+def _outline_messages(plan: SessionPlan, spec: LatentSpec, fact: str, feedback: list[str]) -> list[ChatMessage]:
+    """The session as numbered turns, each saying who speaks and what it must contain."""
+    turns = session_outline(plan, spec, fact)
+    lines = [f"Write {_STYLE.get(spec.domain, _STYLE['work'])}."]
+    if plan.kind != "weakly_related_background":
+        lines.append(f"The benchmark tracks {fact}.")
+    if plan.kind.startswith("perturbation") and plan.brief:
+        lines.append(f"Background for the writer (write it as dialogue, never copy it): {plan.brief}")
+    lines += ["", f"Write exactly these {len(turns)} turns, in this order, each 1-2 natural sentences. "
+              "Start at once with turn 1: no greetings, no small talk."]
+    lines += [f"{i}. {speaker}: {what}" for i, (speaker, what) in enumerate(turns, start=1)]
+    lines.append("Copy every quoted value exactly as written.")
+    lines += _avoid_lines(plan, spec)
     if feedback:
         lines += ["", "Your previous attempt was rejected because: " + "; ".join(feedback) + ". Fix this."]
     lines += ["", REPLY_FORMAT]
     return [ChatMessage(role="system", content=SYSTEM), ChatMessage(role="user", content="\n".join(lines))]
 
 
-def _instructions(plan: SessionPlan, spec: LatentSpec, fact: str) -> list[str]:
+def session_outline(plan: SessionPlan, spec: LatentSpec, fact: str) -> list[tuple[str, str]]:
+    """(speaker, what the turn says) for each turn of the session, values quoted."""
     initial, new, cur, other = spec.canonical_initial, spec.canonical_new, plan.current, plan.other
+    kind = plan.kind
+    if kind == "encoding":
+        return [("USER", f'asks for help with this: {plan.brief}; in passing says that {fact} is "{initial}" '
+                         f'(this line must contain "{initial}")'),
+                ("ASSISTANT", "helps with the request")]
+    if kind == "weakly_related_background":
+        return [("USER", f"asks for advice on {plan.brief}, naming no specific businesses, products or people"),
+                ("ASSISTANT", "gives short, practical advice")]
+    if kind == "near_miss":
+        extra = (" (it may name one of: " + ", ".join(f'"{v}"' for v in spec.distractor_values) + ")"
+                 if spec.distractor_values else "")
+        return [("USER", f"{plan.brief}: a topic close to {fact}, but about someone or something else, never "
+                         f"the user's own{extra}"),
+                ("ASSISTANT", "answers about that other person or thing")]
+    if kind == "confusable":
+        return [("USER", f'talks about "{other}" as someone else\'s ({plan.brief}); their own {fact} is not '
+                         f"changing and is not named"),
+                ("ASSISTANT", f'replies about that person\'s or thing\'s "{other}", without suggesting the user '
+                              f"change anything")]
+    if kind == "decoy_nonupdate":
+        example = _DECLINE.get(spec.domain, _DECLINE["work"]).format(other=other, cur=cur)
+        return [("USER", f'mentions that "{other}" was suggested, and declines it in one sentence: they keep '
+                         f'"{cur}". For example: {example}'),
+                ("ASSISTANT", f'acknowledges that "{cur}" stays and helps with the rest')]
+    if kind == "stale_reference":
+        return [("USER", f'notices an old document, tracker or cached record that still shows "{other}" for '
+                         f"{fact}, and says that entry is out of date"),
+                ("ASSISTANT", "agrees the entry is old and offers to note it")]
+    if kind == "perturbation_p1":
+        return [("USER", f'says "{initial}" is no longer current and why, calling the replacement only "the new '
+                         f'one" (never its name)'),
+                ("ASSISTANT", "acknowledges, without naming any replacement")]
+    if kind == "perturbation_p2":
+        return [("USER", f'asks a practical follow-up about "{new}", mentioned casually as what they use now '
+                         f"(not an announcement)"),
+                ("ASSISTANT", f'answers about "{new}"')]
+    return _perturbation_outline(spec, fact)
+
+
+def _perturbation_outline(spec: LatentSpec, fact: str) -> list[tuple[str, str]]:
+    initial, new, condition = spec.canonical_initial, spec.canonical_new, spec.condition
+    if spec.expected_behavior == UPDATE:
+        if condition == "reactivated":
+            return [("USER", f'recalls that {fact} has been "{initial}" ("you remember I told you ...?")'),
+                    ("ASSISTANT", f'confirms: "{initial}"'),
+                    ("USER", f'says it has now changed to "{new}", and why'),
+                    ("ASSISTANT", f'confirms the change to "{new}"')]
+        if condition == "direct":
+            return [("USER", f'says {fact} is now "{new}", and why, without mentioning what it was before'),
+                    ("ASSISTANT", f'acknowledges "{new}"')]
+        return [("USER", f'says {fact} has changed from "{initial}" to "{new}", and why'),
+                ("ASSISTANT", f'acknowledges the change to "{new}"')]
+    if condition == "assistant_noise":
+        return [("ASSISTANT", f'gives a reminder that wrongly says {fact} is "{new}"'),
+                ("USER", f'corrects it: it is still "{initial}"'),
+                ("ASSISTANT", f'apologizes: it stays "{initial}"')]
+    if condition == "third_party_noise":
+        return [("USER", f'says someone else (a colleague, a friend) claimed {fact} is "{new}", but they are '
+                         f'wrong: it is still "{initial}"'),
+                ("ASSISTANT", f'notes that it stays "{initial}"')]
+    if condition == "stale_tool":
+        if spec.domain == "agentic":
+            return [("USER", f"asks the assistant to check {fact}"),
+                    ("TOOL", f'an old, cached output that shows "{new}"'),
+                    ("USER", f'says that output is stale: it is still "{initial}"'),
+                    ("ASSISTANT", f'agrees: it stays "{initial}"')]
+        return [("USER", f'quotes an old dashboard or document that shows "{new}" for {fact}, and says it is '
+                         f'outdated: it is still "{initial}"'),
+                ("ASSISTANT", f'agrees: it stays "{initial}"')]
+    if condition == "decoy_no_update":
+        return [("USER", f'says a friend of theirs uses "{new}" (the friend\'s own, not the user\'s)'),
+                ("ASSISTANT", f'asks whether the user is thinking of "{new}" too'),
+                ("USER", f'says no, they are sticking with "{initial}"'),
+                ("ASSISTANT", f'acknowledges that "{initial}" stays')]
+    if condition == "reactivated_weak":
+        return [("USER", f'recalls that {fact} is "{initial}"'),
+                ("ASSISTANT", f'confirms: "{initial}"'),
+                ("USER", f'mentions an unconfirmed rumour that it might be "{new}", but says they are keeping '
+                         f'"{initial}"'),
+                ("ASSISTANT", f'agrees that "{initial}" stays')]
+    if condition == "direct_weak":
+        return [("USER", f'mentions unconfirmed hearsay (a rumour, an old post) that {fact} might be "{new}", '
+                         f'then says they are keeping "{initial}"'),
+                ("ASSISTANT", f'agrees that "{initial}" stays')]
+    # consolidation weak challenges and any other preserve condition
+    return [("USER", f'mentions that a blog or a colleague\'s guess suggests "{new}" for {fact}'),
+            ("ASSISTANT", "comments briefly, without recommending a switch"),
+            ("USER", f'says they are not adopting it and are keeping "{initial}"'),
+            ("ASSISTANT", f'acknowledges that "{initial}" stays')]
+
+
+def _instructions(plan: SessionPlan, spec: LatentSpec, fact: str) -> list[str]:
+    initial, cur, other = spec.canonical_initial, plan.current, plan.other
     kind = plan.kind
     if kind == "encoding":
         return [f"Situation: {plan.brief}.",
@@ -82,49 +210,4 @@ def _instructions(plan: SessionPlan, spec: LatentSpec, fact: str) -> list[str]:
     if kind == "stale_reference":
         return [(f'An old document, tracker or cached record still shows "{other}" for {fact}. The user notices the '
                 f"entry is out of date but does not fix it in this chat.")]
-    if kind == "perturbation_p1":
-        return [f"Guidance: {plan.brief}", (f'The user says "{initial}" is no longer current and explains why, '
-                f'but never names the new choice (do not write "{new}"; say "the new one" instead).')]
-    if kind == "perturbation_p2":
-        return [f"Guidance: {plan.brief}", (f'The user casually mentions "{new}" as what they already use now '
-                f'(a follow-up about logistics, not an announcement). Do not mention "{initial}".')]
-    return _perturbation(spec, plan, fact)
-
-
-def _perturbation(spec: LatentSpec, plan: SessionPlan, fact: str) -> list[str]:
-    initial, new, condition = spec.canonical_initial, spec.canonical_new, spec.condition
-    hint = [f"Guidance: {plan.brief}"] if plan.brief else []
-    if spec.expected_behavior == UPDATE:
-        if condition == "reactivated":
-            core = (f'The user first recalls that {fact} was "{initial}" ("remember I told you...?"), then says it '
-                    f'has changed to "{new}". The assistant confirms the change.')
-        elif condition == "direct":
-            core = (f'The user opens by saying {fact} is now "{new}" and why, without recalling the old one. '
-                    f"The assistant acknowledges it.")
-        else:
-            core = (f'The user opens by clearly saying {fact} changed from "{initial}" to "{new}" and why. '
-                    f"The assistant acknowledges the change.")
-        return hint + [core]
-    if condition == "assistant_noise":
-        core = (f'The FIRST turn is the assistant, wrongly stating that {fact} is "{new}" in a reminder. The user '
-                f'corrects it: it is still "{initial}". The assistant apologizes.')
-    elif condition == "third_party_noise":
-        core = (f'The user relays that someone else claimed {fact} is "{new}", then says that person is wrong and '
-                f'it is still "{initial}".')
-    elif condition == "stale_tool":
-        where = "a TOOL: line" if spec.domain == "agentic" else "an old dashboard or document the user quotes"
-        core = (f'{where[0].upper() + where[1:]} shows "{new}" for {fact}; the user points out that it is '
-                f'outdated and that it is still "{initial}".')
-    elif condition == "decoy_no_update":
-        core = (f'"{new}" comes up about someone or something else (a friend, an article); the user\'s own {fact} '
-                f'stays "{initial}" and they say so.')
-    elif condition == "reactivated_weak":
-        core = (f'The user first recalls that {fact} is "{initial}". Then weak, unconfirmed hearsay suggests "{new}"; '
-                f'the user does not adopt it and keeps "{initial}".')
-    elif condition == "direct_weak":
-        core = (f'Weak, unconfirmed hearsay (a rumour, an old post) suggests {fact} might be "{new}". The user does '
-                f'not adopt it and says they keep "{initial}".')
-    else:  # consolidation weak challenges and any other preserve condition
-        core = (f'A non-authoritative source (a blog, a colleague\'s guess) suggests "{new}" for {fact}; the user '
-                f'does not adopt it and keeps "{initial}".')
-    return hint + [core]
+    raise ValueError(f"perturbation kinds are outlined, not described: {kind}")

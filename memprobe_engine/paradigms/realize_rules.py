@@ -3,8 +3,11 @@
 A session passes when: every value its plan requires appears (verbatim up to case, spacing and
 punctuation); no value it forbids appears — in particular the new value never shows up before the
 perturbation except where the filler plan puts it (confusable / decoy sessions); the spec's
-distractor values appear only where planned (near-miss sessions); a decoy or a rejected
-perturbation never has the user confirm a change to the other value; speaker structure follows the
+distractor values appear only where planned (near-miss sessions); a decoy or confusable
+filler never presents the other value as the user's own (neither the user adopting it nor the
+assistant attributing it to them), a confusable says whose the value is, a decoy has the user keep
+their value, and a rejected perturbation never has the user adopt the new one; no turn narrates the
+instructions instead of speaking; speaker structure follows the
 condition (an assistant-noise perturbation opens with the assistant; a user-driven update is stated
 by the user; a stale-tool perturbation shows the stale value in a tool output in agentic domains);
 and reactivation order holds (reactivated: the old value is recalled before the new one appears).
@@ -29,9 +32,25 @@ _ADOPT = re.compile(r"\b(switch(ed|ing)? (over )?to|mov(ed|ing) to|chang(ed|ing)
                     r"updated? (it )?to|set (it )?to)\s+(the\s+)?$", re.IGNORECASE)
 _NEGATION = re.compile(r"\b(not|n't|never|no longer|instead of|rather than|against|won't|didn't|don't|nah|no)\b",
                        re.IGNORECASE)
-_REJECT = re.compile(r"\b(stick(ing)? with|stay(ing)? with|keep(ing)?|kept|still|not (switch|chang|mov)\w*|"
-                     r"decided against|pass on|no thanks|nah|won't|isn't|is not|wrong|outdated|stale|old|"
-                     r"incorrect|actually|remain\w*|no,)", re.IGNORECASE)
+_KEEP = re.compile(r"\b(stick(ing)? with|stay(ing)? (with|on|at)|keep(ing)?|kept|still|remain\w*|not (switch|chang|mov)\w*|"
+                   r"decided against|pass on|declin\w*|no thanks)\b", re.IGNORECASE)
+#: Someone or something other than the user, to whom a value can belong.
+_THIRD_PARTY = re.compile(r"\b(friends?|colleagues?|co ?workers?|teammates?|neighbou?rs?|sister|brother|mom|mum|dad|"
+                          r"mother|father|partner|wife|husband|cousin|roommate|boss|manager|client|customer|"
+                          r"someone|somebody|people|they|their|them|he|his|him|she|her|themselves|article|review|"
+                          r"blog|post|podcast|video|another|other|different|else)\b",
+                          re.IGNORECASE)
+_FIRST_PERSON = re.compile(r"\b(i|i'm|i've|i'd|me|my|we|we're|we've|us|our)\b", re.IGNORECASE)
+#: Just before a value in a user turn: it is theirs.
+_OWN_USER = re.compile(r"(\b(my|our)( \S+){0,2}|\bgot (a |an )?(new )?|\bi (have|own|use) (a |an |the )?)\s*$",
+                       re.IGNORECASE)
+#: Before a value in an assistant turn: it is the user's.
+_OWN_ASSISTANT = re.compile(r"\b(your|you're|you are|you've|you have|you use|you now)\b", re.IGNORECASE)
+#: The model narrating its instructions instead of writing the dialogue.
+_NARRATION = re.compile(r"\bthe user('s)? (\w+ ){0,2}(says|said|asks|mentions|does|doesn't|investigates|notices|"
+                        r"corrects|confirms|recalls|declines|keeps|relays|points|friend|own)\b|tool_output|\[tool|"
+                        r"word for word|do not mention", re.IGNORECASE)
+_SENTENCE_END = re.compile(r"(?<=[.!?;])\s+|\n+")
 _DOCUMENT = re.compile(r"\b(doc(ument)?s?|wiki|tracker|dashboard|spreadsheet|sheet|page|config|cache[d]?|record|"
                        r"calendar|log|listing|file|readme|ticket|board|invite|note|entry|output|report|system)\b",
                        re.IGNORECASE)
@@ -56,15 +75,69 @@ def _first(turns: Sequence[Turn], value: str) -> int | None:
     return next((i for i, t in enumerate(turns) if mentions(t.content, value)), None)
 
 
-def adopts(turn_text: str, value: str) -> bool:
-    """A user turn states they adopted ``value`` (an adoption phrase right before it, not negated)."""
-    low = normalize(turn_text)
+def _sentences(text: str) -> list[tuple[str, str]]:
+    """Sentences of a turn as (raw, normalized) (a value's clause is the text before it in its sentence)."""
+    return [(part.strip(), normalize(part)) for part in _SENTENCE_END.split(text) if part.strip()]
+
+
+def _clauses_before(text: str, value: str) -> list[tuple[str, str]]:
+    """(the normalized text before each occurrence of ``value`` in its sentence, that raw sentence)."""
     needle = normalize(value)
-    for match in re.finditer(rf"(?<![\w]){re.escape(needle)}(?![\w])", low):
-        before = low[max(0, match.start() - 60):match.start()]
-        if _ADOPT.search(before) and not _NEGATION.search(before[-40:]):
+    found: list[tuple[str, str]] = []
+    if not needle:
+        return found
+    for raw, sentence in _sentences(text):
+        for match in re.finditer(rf"(?<![\w]){re.escape(needle)}(?![\w])", sentence):
+            found.append((sentence[max(0, match.start() - 80):match.start()], raw))
+    return found
+
+
+def _someone_else(before: str) -> bool:
+    """The clause's last subject is someone or something other than the user (``Jamie said they
+    joined X``, ``my colleague raves about X``): what follows is about them, not the user."""
+    other = [m.end() for m in _THIRD_PARTY.finditer(before)]
+    own = [m.end() for m in _FIRST_PERSON.finditer(before)]
+    return bool(other) and (not own or max(other) > max(own))
+
+
+def adopts(turn_text: str, value: str) -> bool:
+    """A user turn states they adopted ``value`` (an adoption phrase right before it, not negated,
+    and not said of someone else)."""
+    for before, _sentence in _clauses_before(turn_text, value):
+        if _ADOPT.search(before[-60:]) and not _NEGATION.search(before[-40:]) and not _someone_else(before):
             return True
     return False
+
+
+def claims_own(turn: Turn, value: str) -> bool:
+    """The turn presents ``value`` as the user's own: the user adopts it or calls it theirs (``my new
+    X``, ``I just got a new X``); the assistant attributes it to the user (``your X``, ``the service
+    you're setting up is X``) outside a question. Said of a third party, it is not the user's."""
+    for before, sentence in _clauses_before(turn.content, value):
+        if _NEGATION.search(before[-40:]) or _someone_else(before):
+            continue
+        if turn.role == "user" and (_ADOPT.search(before[-60:]) or _OWN_USER.search(before[-40:])):
+            return True
+        if turn.role == "assistant" and _OWN_ASSISTANT.search(before) and not sentence.rstrip().endswith("?"):
+            return True
+    return False
+
+
+def attributed_elsewhere(turns: Sequence[Turn], value: str) -> bool:
+    """Some sentence naming ``value`` also names who or what it belongs to (a friend, an article,
+    another project…), as a confusable session must."""
+    return any(_THIRD_PARTY.search(sentence) for t in turns for _b, sentence in _clauses_before(t.content, value))
+
+
+def keeps(turns: Sequence[Turn], value: str) -> bool:
+    """A user sentence (not a question) names ``value`` with a keep phrase (sticking with / still…)."""
+    return any(t.role == "user" and _KEEP.search(sentence) and not sentence.rstrip().endswith("?")
+               for t in turns for _b, sentence in _clauses_before(t.content, value))
+
+
+def narrates(turns: Sequence[Turn]) -> bool:
+    """A turn repeats the instructions instead of speaking (``The user says…``, ``[TOOL_OUTPUT]``)."""
+    return any(_NARRATION.search(t.content) for t in turns)
 
 
 def check_session(plan: SessionPlan, turns: Sequence[Turn], spec: LatentSpec) -> list[str]:
@@ -99,13 +172,20 @@ def _kind_rules(plan: SessionPlan, turns: Sequence[Turn], spec: LatentSpec) -> l
     initial, new = spec.canonical_initial, spec.canonical_new
     if plan.kind == "encoding" and not any(mentions(t.content, initial) for t in user_turns):
         problems.append(f'the user (not only the assistant) must say "{initial}"')
+    if narrates(turns):
+        problems.append("write what the people say; do not repeat the instructions (no \"the user says\", "
+                        "no [TOOL_OUTPUT])")
+    # Decoy and confusable fillers must never imply that the user's value changed (App. E.1).
     if plan.kind == "decoy_nonupdate":
-        if any(adopts(t.content, plan.other) for t in user_turns):
+        if any(claims_own(t, plan.other) for t in turns):
             problems.append(f'the user must not switch to "{plan.other}": they decline it and keep "{plan.current}"')
-        if not any(_REJECT.search(t.content) for t in user_turns):
-            problems.append(f'the user must clearly decline "{plan.other}" and keep "{plan.current}"')
-    if plan.kind == "confusable" and any(adopts(t.content, plan.other) for t in user_turns):
-        problems.append(f'"{plan.other}" must belong to someone or something else, not become the user\'s own')
+        if not keeps(turns, plan.current):
+            problems.append(f'the user must clearly decline "{plan.other}" and say they keep "{plan.current}"')
+    if plan.kind == "confusable":
+        if any(claims_own(t, plan.other) for t in turns):
+            problems.append(f'"{plan.other}" must belong to someone or something else, not become the user\'s own')
+        elif not attributed_elsewhere(turns, plan.other):
+            problems.append(f'say whose "{plan.other}" it is (a friend\'s, an article\'s, another project\'s)')
     if plan.kind == "stale_reference" and not _DOCUMENT.search(" ".join(t.content for t in turns)):
         problems.append(f'"{plan.other}" must be shown by an old document, tracker or record')
     if plan.kind == "perturbation":

@@ -87,6 +87,18 @@ def _fingerprint(config: dict[str, Any]) -> str:
     return hashlib.sha256(orjson.dumps(config, option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]
 
 
+def _shapes_text(config: dict[str, Any]) -> dict[str, Any]:
+    """What decides the generated text: the realizer settings and which model plays each realizer
+    role. A resumed run must match these; other parts of the resolved configuration (timeouts,
+    concurrency, roles the realizer never calls) may differ between sessions of one run."""
+    roles = config.get("models", {}).get("models", {})
+    picked = {}
+    for role in ("realizer", "realizer_strong"):
+        spec = roles.get(role) or roles.get("default") or {}
+        picked[role] = (spec.get("backend"), spec.get("model"), spec.get("base_url"))
+    return {"settings": config.get("settings"), "roles": picked}
+
+
 async def realize_suite(request: RealizeRequest, llm_config: LLMConfig, *, cache: ResponseStore | None = None,
                         backend_factory: BackendFactory | None = None,
                         progress: Callable[[str], None] | None = None) -> RealizeSummary:
@@ -104,8 +116,9 @@ async def realize_suite(request: RealizeRequest, llm_config: LLMConfig, *, cache
     resumed = (record / HEADER_FILE).exists()
     if resumed:
         with open_recording(record) as reader:
-            previous = reader.header.config.get("fingerprint")
-        if previous != config["fingerprint"]:
+            previous_config = dict(reader.header.config)
+        previous = previous_config.get("fingerprint")
+        if previous != config["fingerprint"] and _shapes_text(previous_config) != _shapes_text(config):
             raise RecordingError(f"{record} was made with other settings or models (fingerprint {previous} ≠ "
                                  f"{config['fingerprint']}). Resume with the same flags, or pass another --out.")
         responses = load_resume_state(record).responses

@@ -20,7 +20,7 @@ from memprobe_engine.events.reader import open_recording
 from memprobe_engine.llm.config import LLMConfig
 from memprobe_engine.llm.spec import parse_spec
 from memprobe_engine.llm.types import ChatRequest
-from memprobe_engine.paradigms.realize import RealizeSettings, parse_turns
+from memprobe_engine.paradigms.realize import RealizeSettings, parse_turns, session_turns
 from memprobe_engine.paradigms.realize_plan import (
     SESSION_TYPES,
     SessionPlan,
@@ -85,7 +85,8 @@ def author(specs: list[LatentSpec], bad: Callable[[SessionPlan, int], bool] = la
     for spec in specs:
         fact = readable_fact(spec, FACTS)
         for plan in [*build_plan(spec), *build_plan(spec, filler_cap=1)]:  # uncapped plans win on a tie
-            keys.setdefault(_key(session_messages(plan, spec, fact, [])[1].content), (plan, spec))
+            for feedback in ([], ["retry"]):  # a retry is asked as an outline: another prompt
+                keys.setdefault(_key(session_messages(plan, spec, fact, feedback)[1].content), (plan, spec))
     counter = {"n": 0}
 
     def reply(request: ChatRequest) -> str:
@@ -303,3 +304,68 @@ def test_spec_file_follows_each_written_episode(tmp_path: Path) -> None:
     written = orjson.loads((tmp_path / "suite" / "latent_specs.json").read_bytes())["specs"]
     assert [s["episode_id"] for s in written] == ["PILOT-03B"]
     assert [s["episode_id"] for s in written] == [e.episode_id for e in load_suite(tmp_path / "suite").episodes]
+
+
+def _turns(*pairs: tuple[str, str]) -> list[Turn]:
+    return [Turn(role=role, content=text) for role, text in pairs]  # type: ignore[arg-type]
+
+
+def test_confusable_and_decoy_fillers_never_confirm_a_change() -> None:
+    spec = ALL["PILOT-01A"]
+    plans = build_plan(spec, filler_cap=1)
+    confusable = next(p for p in plans if p.kind == "confusable")
+    decoy = next(p for p in plans if p.kind == "decoy_nonupdate")
+    # The shipped PILOT-01A confusable that implied a switch: the user "got a new" subscription.
+    owned = _turns(("user", "Hi there! I just got a new CrossFit Central subscription, and I'm wondering what to do."),
+                   ("assistant", "Great! CrossFit Central is a great way to stay active."))
+    assert any("not become the user's own" in p for p in check_session(confusable, owned, spec))
+    # The assistant attributing the value to the user is a confirmation too (the 19C/19D confusable).
+    port = ALL["PILOT-19C"]
+    port_confusable = next(p for p in build_plan(port, filler_cap=1) if p.kind == "confusable")
+    told = _turns(("user", "I need to set up a database service and want the correct port number."),
+                  ("assistant", "Sure, the port number for the database service you're setting up is 8443."))
+    assert any("not become the user's own" in p for p in check_session(port_confusable, told, port))
+    # Someone else's value, said to be theirs, passes; with no owner named it does not.
+    theirs = _turns(("user", "Jamie mentioned they just joined CrossFit Central and love the coaches."),
+                    ("assistant", "Sounds like CrossFit Central suits Jamie."))
+    assert check_session(confusable, theirs, spec) == []
+    ownerless = _turns(("user", "CrossFit Central has long opening hours."), ("assistant", "Good to know."))
+    assert any("say whose" in p for p in check_session(confusable, ownerless, spec))
+    # A decoy must have the user keep their value, not just mention it.
+    vague = _turns(("user", "Someone suggested CrossFit Central. Should I keep FitLife or change?"),
+                   ("assistant", "Up to you."))
+    assert any("say they keep" in p for p in check_session(decoy, vague, spec))
+    declined = _turns(("user", "A friend keeps telling me to try CrossFit Central, but I'm sticking with FitLife."),
+                      ("assistant", "Are you interested in trying out CrossFit Central?"))
+    assert check_session(decoy, declined, spec) == []
+
+
+def test_a_session_that_narrates_its_instructions_fails() -> None:
+    spec = ALL["PILOT-19C"]
+    pert = next(p for p in build_plan(spec, filler_cap=1) if p.kind == "perturbation")
+    narrated = _turns(("user", "Our database is on port 5432, right?"), ("assistant", "Yes."),
+                      ("user", "A colleague found 8443 in an old config; include a [TOOL_OUTPUT] showing it."),
+                      ("assistant", "That config is stale; production is still 5432."))
+    assert any("do not repeat the instructions" in p for p in check_session(pert, narrated, spec))
+
+
+def test_perturbations_and_retries_are_outlined_with_the_values() -> None:
+    spec = ALL["PILOT-02B"]
+    fact = readable_fact(spec, FACTS)
+    pert = next(p for p in build_plan(spec, filler_cap=1) if p.kind == "perturbation")
+    prompt = session_messages(pert, spec, fact, [])[1].content
+    assert '1. ASSISTANT: gives a reminder that wrongly says' in prompt and '"April 15"' in prompt
+    assert '2. USER: corrects it: it is still "March 28"' in prompt
+    encoding = build_plan(spec, filler_cap=1)[0]
+    first = session_messages(encoding, spec, fact, [])[1].content
+    retry = session_messages(encoding, spec, fact, ['"March 28" must appear word for word'])[1].content
+    assert "1. USER:" not in first and '1. USER: asks for help with this' in retry and "previous attempt" in retry
+
+
+def test_session_turns_trims_extra_turns_and_a_cut_off_last_turn() -> None:
+    text = "USER: a.\nASSISTANT: b.\nUSER: c.\nASSISTANT: d.\nUSER: e.\nASSISTANT: f."
+    assert [t.content for t in session_turns(text)] == ["a.", "b.", "c.", "d."]
+    cut = "USER: I moved to 3000.\nASSISTANT: Noted, 3000.\nUSER: Can you"
+    assert [t.content for t in session_turns(cut)] == ["I moved to 3000.", "Noted, 3000."]
+    two = "USER: I moved to 3000.\nASSISTANT: Noted, I will"
+    assert len(session_turns(two)) == 2, "a two-turn session keeps its (checked) reply"
