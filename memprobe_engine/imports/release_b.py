@@ -5,7 +5,8 @@ Input is a checkout in the upstream layout: ``data/<suite>/`` (``latent_specs.js
 ``amem_full``, ``full_context``) to episodes, each with ``answers``: ``{probe_type, gold, predicted,
 match, reason}``. For every report and system we write one recording (header suite
 ``paradigms``; run → episode span with the episode's labels → probe span with ``probe_answer`` and
-our ``probe_score``), compare our label with the upstream ``match`` label, and write every
+our ``probe_score``; when ``data/`` holds the episode it is stored once as the episode span's
+``inputs_ref`` payload, as a live run stores it, so the replay shows its sessions and gold), compare our label with the upstream ``match`` label, and write every
 disagreement to ``import-report.json``. A missing or unreadable file, or an episode the data does
 not hold, is a problem named by file — never fatal.
 """
@@ -187,24 +188,36 @@ def _import_episode(recorder: Recorder, report_rel: str, system: str, protocol: 
         attrs.update(paradigm=spec.paradigm, condition=spec.condition, expected_behavior=spec.expected_behavior,
                      split=spec.is_split)
     used: set[int] = set()
+    rows: list[tuple[str, str, str, Probe | None]] = []
+    for answer in answers:
+        probe_type = str(answer.get("probe_type", ""))
+        predicted = answer.get("predicted")
+        text = predicted if isinstance(predicted, str) else orjson.dumps(predicted).decode()
+        question = _question(episode, probe_type, used)
+        probe: Probe | None = None
+        if spec is not None and probe_type in PROBE_TYPES:
+            probe = Probe.model_validate({"probe_type": probe_type, "question": question,
+                                          "expected_behavior": spec.expected_behavior,
+                                          "gold_answer": str(answer.get("gold") or "")})
+            probe.attach_spec(spec)
+        rows.append((probe_type, text, question, probe))
+    if episode is not None and all(row[3] is not None for row in rows):
+        # The episode stored once as a payload, as a live run records it (``inputs_ref``), so the
+        # replay shows its sessions and each probe's gold. Its probes are the ones scored here, in
+        # the report's answer order: probe i of the payload is the gold of answer i.
+        dumped = episode.model_dump(mode="json")
+        dumped["probes"] = [row[3].model_dump(mode="json") for row in rows if row[3] is not None]
+        attrs.update(inputs_ref=recorder.put_payload(dumped), sessions=len(episode.sessions))
     with recorder.span(f"{episode_id} × {system}", "episode", user_id=episode_id, system=system, **attrs):
-        for index, answer in enumerate(answers):
-            probe_type = str(answer.get("probe_type", ""))
-            predicted = answer.get("predicted")
-            text = predicted if isinstance(predicted, str) else orjson.dumps(predicted).decode()
-            question = _question(episode, probe_type, used)
+        for index, ((probe_type, text, question, probe), answer) in enumerate(zip(rows, answers, strict=True)):
             with recorder.span(f"probe {index}: {probe_type}", "probe", probe_index=index, probe_type=probe_type):
                 parsed = parse_answer_json(text)
                 error = text.strip() if text.strip().lower().startswith("[error:") else None
                 recorder.emit(ProbeAnswer(episode_id=episode_id, input_protocol=protocol, probe_index=index,
                                           probe_type=probe_type, question=question, answer=parsed,
                                           answer_text=text, error=error))
-                if spec is None or probe_type not in PROBE_TYPES:
+                if probe is None:
                     continue
-                probe = Probe.model_validate({"probe_type": probe_type, "question": question,
-                                              "expected_behavior": spec.expected_behavior,
-                                              "gold_answer": str(answer.get("gold") or "")})
-                probe.attach_spec(spec)
                 score = recorder.emit(score_probe(probe, text, error=error, episode_id=episode_id,
                                                   probe_index=index, system=system))
                 upstream = str(answer.get("match", ""))

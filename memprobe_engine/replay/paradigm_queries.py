@@ -213,8 +213,9 @@ def system_accuracy(rows: list[EpisodeRow]) -> Accuracy:
 
 # -- the recorded episode (gold, probes) ---------------------------------------------------------
 def recorded_episode(session: ReplaySession, span: SpanRec) -> dict[str, Any] | None:
-    """The episode as the run recorded it (payload ``episode_ref`` of the episode span), or None."""
-    ref = span.attrs.get("episode_ref")
+    """The episode as the run recorded it (payload ``inputs_ref`` of the episode span — a live run's
+    and an import's — or the older ``episode_ref``), or None."""
+    ref = span.attrs.get("inputs_ref", span.attrs.get("episode_ref"))
     if not isinstance(ref, str):
         return None
     try:

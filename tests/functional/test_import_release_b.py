@@ -86,3 +86,25 @@ def test_agreement_with_real_upstream_labels(tmp_path: Path) -> None:
     disagreements = [d for r in result.reports for d in r.disagreements]
     assert {d["probe_type"] for d in disagreements} == {"temporal"} and len(disagreements) == 4
     assert all('"changed": false' in d["predicted"] for d in disagreements)
+
+
+def test_imported_episodes_carry_their_payload_so_the_replay_shows_gold(tmp_path: Path) -> None:
+    from memprobe_engine.replay import ReplaySession
+    from memprobe_engine.replay.paradigm_probe import probe_detail
+
+    import_release_b(FIXTURE, tmp_path / "out")
+    rec = tmp_path / "out" / "recordings" / "baselines_report_amem_qwen3__amem_full"
+    with open_recording(rec) as reader:
+        spans = [e for e in reader.iter_events(kinds=["span_begin"]) if e.span_kind == "episode"]
+    with_payload = {s.attrs["episode_id"] for s in spans if s.attrs.get("inputs_ref")}
+    assert "PILOT-01A" in with_payload and "PILOT-77X" not in with_payload   # 77X is not in data/
+    session = ReplaySession.open(rec)
+    try:
+        session.build_index()
+        detail = probe_detail(session, "PILOT-01A", "amem_full", 0)
+        assert detail.gold is not None and detail.gold_note is None
+        assert detail.gold.gold["current_value"] == "CrossFit Central"
+        assert detail.gold.question == "What gym does the user currently go to?"
+        assert detail.answer is not None and detail.answer.probe_type == detail.gold.probe_type
+    finally:
+        session.close()
