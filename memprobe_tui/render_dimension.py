@@ -25,11 +25,11 @@ def score_line(mode: ModeDetail, live: dict[str, Any] | None) -> Text:
     text = Text()
     text.append("judge: ", style="bold")
     original = mode.judge.score if mode.judge is not None else (
-        mode.pair.original.get("score") if mode.pair and mode.pair.original else None)
+        mode.pair.original.score if mode.pair and mode.pair.original else None)
     text.append(_score(original), style="bold")
     if mode.pair and mode.pair.latest is not None:
         text.append(f"   re-score ({mode.pair.rescores}): ", style="cyan")
-        text.append(_score(mode.pair.latest.get("score")), style="bold cyan")
+        text.append(_score(mode.pair.latest.score), style="bold cyan")
     if live is not None:
         text.append("   re-run: ", style="magenta")
         text.append(_score(live.get("score")), style="bold magenta")
@@ -55,8 +55,8 @@ def mode_lines(mode: ModeDetail, live: dict[str, Any] | None) -> Lines:
     lines.append(score_line(mode, live))
     if mode.judge is not None and mode.judge.reason:
         lines.append(Text("  " + mode.judge.reason, style="dim"))
-    if mode.pair and mode.pair.latest and mode.pair.latest.get("reason"):
-        lines.append(Text("  re-score: " + str(mode.pair.latest["reason"]), style="cyan"))
+    if mode.rescore_reason:
+        lines.append(Text("  re-score: " + mode.rescore_reason, style="cyan"))
     if live and live.get("reason"):
         lines.append(Text("  re-run: " + str(live["reason"]), style="magenta"))
     for stage in mode.stages:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from memprobe_engine.errors import MemProbeError
+from memprobe_engine.events.scoring import JudgeScore
 from memprobe_engine.replay.index import SpanRec
 from memprobe_engine.replay.queries import EpisodeInfo, StepRef, episodes, step_events, task_text
 from memprobe_engine.replay.scores import ScorePair, score_pairs
@@ -59,6 +60,8 @@ class ModeDetail:
     slot_fill: Any | None = None
     judge: Any | None = None
     pair: ScorePair | None = None
+    #: The latest re-score's reason, read from its event (the outcomes fold keeps no texts).
+    rescore_reason: str | None = None
     stages: list[Any] = field(default_factory=list)
     #: Attribution stages of the latest re-score of this mode (kept in its own ``rescore`` span), so
     #: a re-run's verdicts are still shown after the inspector is reopened.
@@ -242,6 +245,10 @@ def dimension_detail(session: ReplaySession, user_id: str, system: str, dimensio
     for (u, s, d, mode), pair in pairs.items():  # a re-score of a mode whose span is not indexed
         if (u, s, d) == (user_id, system, dimension) and mode not in modes:
             modes[mode] = ModeDetail(mode=mode, pair=pair)
+    for detail in modes.values():
+        if detail.pair is not None and detail.pair.latest is not None:
+            latest = session.event_by_seq(detail.pair.latest.seq)
+            detail.rescore_reason = latest.reason if isinstance(latest, JudgeScore) else None
     _add_rescore_stages(session, modes, user_id, system, dimension)
     target, note = load_target(session, user_id, dimension, system)
     category = (target.category if target else None) or (dim_span.attrs.get("category") if dim_span else None) \

@@ -1,8 +1,8 @@
 """Score grids computed from a :class:`ScoreBoard`: dimension × system (the overview's grid view),
 per-category B (the bar plots) and the distribution of judge scores (the histograms).
 
-The current score of a judged cell is the latest re-score when there is one, else the original —
-the same rule the overview's B uses. Baseline systems (``nomem``: the no-memory lower bound) are
+The current score of a judged cell is the one the outcomes fold (``recovery/outcomes.py``) decides —
+the same rule the overview's B and the report use. Baseline systems (``nomem``: the no-memory lower bound) are
 kept in grids and plots, where they are a reference, and left out of a recording's headline.
 """
 
@@ -42,10 +42,8 @@ def current_scores(board: ScoreBoard) -> dict[tuple[str, str, str, str], float]:
     """(user, system, dimension, mode) -> current judge score, excluded cases left out."""
     out: dict[tuple[str, str, str, str], float] = {}
     for key, pair in board.pairs.items():
-        current = pair.latest or pair.original
-        score = current.get("score") if current else None
-        if score is not None:
-            out[key] = float(score)
+        if pair.score is not None:  # the outcomes fold's current score of a case that counts
+            out[key] = float(pair.score)
     return out
 
 

@@ -20,7 +20,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memprobe_engine.events.reader import DamagedEvent, RecordingReader
+from memprobe_engine.events.scoring import AttributionLabel, JudgeScore, SlotFill
 from memprobe_engine.events.spans import SpanTree
+from memprobe_engine.events.union import AnyEvent
+from memprobe_engine.recovery.outcomes import OutcomeFold
 
 #: Kinds parsed during the pass; everything else stays undecoded until shown.
 INDEXED_KINDS: tuple[str, ...] = (
@@ -35,10 +38,9 @@ _KEEP: dict[str, tuple[str, ...]] = {
     "error": ("seq", "user_id", "system", "where", "error_type", "message"),
     "episode_end": ("seq", "span_id", "user_id", "system", "task_index", "end_reason", "turns"),
     "memory_footprint": ("seq", "user_id", "system", "n_items", "mean_chars"),
-    "slot_fill": ("seq", "user_id", "system", "dimension", "mode", "overflow"),
-    "judge_score": ("seq", "user_id", "system", "dimension", "mode", "score", "rescore_of", "excluded"),
-    "attribution_label": ("seq", "user_id", "system", "dimension", "mode", "label"),
 }
+#: Scoring kinds: validated and folded into :attr:`RunIndex.outcomes` (not kept as dicts).
+_OUTCOME_KINDS = frozenset({"slot_fill", "judge_score", "attribution_label"})
 _WINDOW_LINES = 50_000  # lines covered per step: bounds the time between progress reports and stops
 
 Progress = Callable[[int, int], None]
@@ -83,6 +85,9 @@ class RunIndex:
     #: one event per turn, and per unit *attempt*, so a re-run unit's earlier attempt is not counted.
     preference: dict[tuple[str, int], list[float]] = field(default_factory=dict)
     bad_lines: dict[int, str] = field(default_factory=dict)
+    #: The current outcome of every recovery case (slot-fill, judge score and re-scores, label,
+    #: category), folded as lines arrive by the same fold the report uses.
+    outcomes: OutcomeFold = field(default_factory=OutcomeFold, repr=False)
     #: The span tree's rules (events/spans.py): a reused id or a parent not opened before is damage.
     tree: SpanTree = field(default_factory=SpanTree, repr=False)
     scanned_lines: int = 0
@@ -154,11 +159,18 @@ def extend_run_index(index: RunIndex, reader: RecordingReader, progress: Progres
         if should_stop is not None and should_stop():
             break
         stop_line = min(total, line + _WINDOW_LINES)
-        found = [(at, data) for at, data in reader.iter_dicts(INDEXED_KINDS, line, stop_line)
-                 if data["kind"] in _SPAN_KINDS or _valid(reader, at, data)]
+        found: list[tuple[int, dict[str, Any], AnyEvent | None]] = []
+        for at, data in reader.iter_dicts(INDEXED_KINDS, line, stop_line):
+            if data["kind"] in _SPAN_KINDS:
+                found.append((at, data, None))
+            elif (event := _validated(reader, at, data)) is not None:
+                found.append((at, data, event))
         with index.lock:
-            for at, data in found:
-                _absorb(index, data, at)
+            for at, data, event in found:
+                if isinstance(event, (SlotFill, JudgeScore, AttributionLabel)):
+                    index.outcomes.add(event)
+                else:
+                    _absorb(index, data, at)
             index.scanned_lines = line = stop_line
         if progress is not None:
             progress(line, total)
@@ -168,17 +180,14 @@ def extend_run_index(index: RunIndex, reader: RecordingReader, progress: Progres
 _SPAN_KINDS = frozenset({"span_begin", "span_end"})
 
 
-def _valid(reader: RecordingReader, line: int, data: dict[str, Any]) -> bool:
+def _validated(reader: RecordingReader, line: int, data: dict[str, Any]) -> AnyEvent | None:
     """Scoring and lifecycle events are few: validate them into their models, so a wrong-typed
-    field is damage (filed in ``reader.damage``) rather than a crash in a fold. Spans are many and
-    are checked field by field in :func:`_begin`."""
-    if data["kind"] == "slot_fill" and data.get("overflow") is not True:
-        return True  # skipped by _absorb unparsed
+    field is damage (filed in ``reader.damage``; None here) rather than a crash in a fold. Spans are
+    many and are checked field by field in :func:`_begin`."""
     try:
-        reader.parse(line, data)
+        return reader.parse(line, data)
     except DamagedEvent:
-        return False
-    return True
+        return None
 
 
 def _intern(value: Any) -> Any:
@@ -221,8 +230,6 @@ def _absorb(index: RunIndex, data: dict[str, Any], line: int) -> None:
             acc[0] += mean
             acc[1] += 1
         return
-    if kind == "slot_fill" and data.get("overflow") is not True:
-        return  # only overflowing fills matter to the overview; the rest are read on demand
     if kind == "run_start":
         index.run_sessions += 1
         index.run_status = None
@@ -268,6 +275,12 @@ def _begin(index: RunIndex, data: dict[str, Any], line: int) -> None:
         index.roots.append(span_id)
     if rec.kind == "unit" and rec.user_id and rec.system:
         index.units.setdefault((rec.user_id, rec.system), []).append(span_id)
+    elif rec.kind in ("dimension", "episode"):
+        # The outcomes fold's category rule, fed from the checked span fields (spans are many: they
+        # are not validated into SpanBegin models).
+        dimension, category = rec.dimension or rec.attrs.get("dimension"), rec.attrs.get("category")
+        if isinstance(dimension, str) and isinstance(category, str):
+            index.outcomes.add_category(rec.system, rec.user_id, dimension, category)
 
 
 def build_run_index(reader: RecordingReader, progress: Progress | None = None,

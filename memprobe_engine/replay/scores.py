@@ -5,10 +5,12 @@ per-category means of the judge scores), task completion A (% of episodes the si
 satisfied), mean turns C, preference D (/5: the mean over all judged turns, as the recovery
 release computes it) and the memory footprint E. Per system: means over users, A pooled over episodes.
 
-These follow ``memprobe_engine.report.tables.table2`` so the overview and the report agree: each
-cell counts its *current* outcome — the latest re-score where one exists (the original stays on
-record and the inspector shows both), and only the latest attempt of a unit that was re-run.
-Excluded scores (unparseable output, store overflow) are left out of the means and counted.
+Which score of a case is current (the latest re-score, or a newer original after a re-run unit),
+what is excluded (unparseable output, store overflow, filled but never judged) and each case's
+category are decided by the one outcomes fold of :mod:`memprobe_engine.recovery.outcomes`, which the
+run index feeds as it reads and ``memprobe report`` feeds from the same events, so the overview and
+the report count the same cases. Cases without a category are left out of B, as in the report; a
+rollout's numbers (A, C, D) come from the latest attempt of a unit that was re-run.
 """
 
 from __future__ import annotations
@@ -18,19 +20,38 @@ from dataclasses import dataclass, field
 from statistics import fmean
 from typing import Any
 
+from memprobe_engine.recovery.input_rules import Category
+from memprobe_engine.recovery.outcomes import JudgeRecord, Outcome, category_balanced
 from memprobe_engine.replay.session import ReplaySession
 
 MODES: tuple[str, ...] = ("dump_all", "retrieve")
 CellKey = tuple[str, str, str, str]  # user, system, dimension, mode
+_CATEGORY_ORDER: tuple[str, ...] = tuple(c.value for c in Category)
 
 
 @dataclass(frozen=True)
 class ScorePair:
-    """A dimension's original judge score and, when it was re-run, the latest re-score."""
+    """A case's current original judge score and, when it was re-scored since, the latest re-score;
+    ``excluded`` is the case's exclusion as the outcomes fold decides it (None: the case counts)."""
 
-    original: dict[str, Any] | None
-    latest: dict[str, Any] | None = None
+    original: JudgeRecord | None
+    latest: JudgeRecord | None = None
     rescores: int = 0
+    excluded: str | None = None
+
+    @property
+    def current(self) -> JudgeRecord | None:
+        return self.latest or self.original
+
+    @property
+    def score(self) -> float | None:
+        """The current score when the case counts, else None (excluded or not judged)."""
+        current = self.current
+        return current.score if current is not None and self.excluded is None else None
+
+    @classmethod
+    def of(cls, case: Outcome) -> ScorePair:
+        return cls(case.original, case.rescores[-1] if case.rescores else None, len(case.rescores), case.excluded)
 
 
 @dataclass
@@ -40,7 +61,7 @@ class UnitScores:
     user_id: str
     system: str
     b: dict[str, float | None] = field(default_factory=dict)  # mode -> B
-    scored: dict[str, int] = field(default_factory=dict)  # mode -> judged dimensions
+    scored: dict[str, int] = field(default_factory=dict)  # mode -> judged dimensions that count
     excluded: dict[str, int] = field(default_factory=dict)
     overflow: dict[str, int] = field(default_factory=dict)
     rescored: int = 0
@@ -90,36 +111,17 @@ def _mean(values: list[float | None]) -> float | None:
 
 
 def category_map(session: ReplaySession) -> dict[tuple[str, str], str]:
-    """(user, dimension) -> category, from episode and recovery-dimension span attributes."""
-    out: dict[tuple[str, str], str] = {}
+    """(user, dimension) -> category, as the outcomes fold found it in episode and dimension spans."""
     with session.index.lock:
-        spans = list(session.index.spans.values())
-    for span in spans:
-        if span.kind in ("episode", "dimension") and span.user_id and "category" in span.attrs:
-            dim = span.attrs.get("dimension") or span.dimension
-            if dim:
-                out[(span.user_id, str(dim))] = str(span.attrs["category"])
-    return out
+        fold = session.index.outcomes
+        return {(user, dimension): category for (_, user, dimension), category in fold.categories.items()}
 
 
 def score_pairs(session: ReplaySession) -> dict[CellKey, ScorePair]:
     """Every judged (user, system, dimension, mode) with its original and latest re-score."""
-    originals: dict[CellKey, dict[str, Any]] = {}
-    by_seq: dict[int, CellKey] = {}
-    rescores: dict[CellKey, list[dict[str, Any]]] = defaultdict(list)
     with session.index.lock:
-        judged = list(session.index.events("judge_score"))
-    for event in judged:
-        key = (str(event.get("user_id")), str(event.get("system")), str(event.get("dimension")),
-               str(event.get("mode")))
-        if event.get("rescore_of") is None:
-            originals[key] = event  # a re-run unit scores again: its latest attempt is the original
-            by_seq[int(event["seq"])] = key
-        else:
-            rescores[by_seq.get(int(event["rescore_of"]), key)].append(event)
-    keys = list(originals) + [k for k in rescores if k not in originals]
-    return {k: ScorePair(originals.get(k), rescores[k][-1] if rescores.get(k) else None, len(rescores.get(k, [])))
-            for k in keys}
+        return {(user, system, dimension, mode): ScorePair.of(case)
+                for (system, user, dimension, mode), case in session.index.outcomes.judged_cases()}
 
 
 def score_board(session: ReplaySession) -> ScoreBoard:
@@ -142,23 +144,21 @@ def _score_board(session: ReplaySession) -> ScoreBoard:
 
     for key in index.units:
         units.setdefault(key, UnitScores(user_id=key[0], system=key[1]))
+    fold = index.outcomes
     per_cat: dict[tuple[str, str, str], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
-    for (user, system, dim, mode), pair in pairs.items():
+    for (system, user, dim, mode), case in fold.scored_cases():
         row = units.setdefault((user, system), UnitScores(user_id=user, system=system))
-        row.rescored += pair.rescores
-        current = pair.latest or pair.original
-        score = current.get("score") if current else None
-        if score is None:
+        row.rescored += len(case.rescores)
+        if case.overflow:
+            row.overflow[mode] = row.overflow.get(mode, 0) + 1
+        category = fold.category(system, user, dim)
+        if not case.usable or category is None:  # the report leaves uncategorized cases out of B too
             row.excluded[mode] = row.excluded.get(mode, 0) + 1
             continue
         row.scored[mode] = row.scored.get(mode, 0) + 1
-        per_cat[(user, system, mode)][categories.get((user, dim), "?")].append(float(score))
+        per_cat[(user, system, mode)][category].append(float(case.score or 0.0))
     for (user, system, mode), cats in per_cat.items():
-        units[(user, system)].b[mode] = fmean(fmean(v) for v in cats.values())
-    for fill in index.events("slot_fill"):
-        if fill.get("overflow") and (found := unit(fill)) is not None:
-            mode = str(fill.get("mode"))
-            found.overflow[mode] = found.overflow.get(mode, 0) + 1
+        units[(user, system)].b[mode] = category_balanced(cats, _CATEGORY_ORDER)
     latest = {key: attempts[-1] for key, attempts in index.units.items()}
     ends: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
     for end in index.events("episode_end"):

@@ -3,9 +3,10 @@
 A recording is an event log, so the same benchmark cell can be said more than once: a re-score
 appends a later ``judge_score`` (and attribution label) for a case already scored, and a unit that
 was interrupted is re-run from its start under a new ``unit`` span. The frames state the *current*
-outcome of every cell — the latest score per (system, user, dimension, mode), the latest attempt
-of every unit — so that the tables in :mod:`memprobe_engine.report.tables` never count a case
-twice. Several recordings (shards of one run, or runs of different systems) concatenate; where two
+outcome of every cell — the current score per (system, user, dimension, mode), decided by the one
+outcomes fold the replay's overview uses too (:mod:`memprobe_engine.recovery.outcomes`), and the
+latest attempt of every unit — so that the tables in :mod:`memprobe_engine.report.tables` never
+count a case twice. Several recordings (shards of one run, or runs of different systems) concatenate; where two
 hold the same (system, user), the later one wins and a warning says so.
 """
 
@@ -26,9 +27,9 @@ from memprobe_engine.events.reader import RecordingReader, open_recording
 from memprobe_engine.events.recovery import EpisodeEnd, PreferenceJudgment
 from memprobe_engine.events.run import SpanBegin
 from memprobe_engine.events.scoring import AttributionLabel, JudgeScore, SlotFill
+from memprobe_engine.recovery.outcomes import OutcomeFold
 
 Pair = tuple[str, str]
-CellKey = tuple[str, str, str, str]
 
 #: Column → dtype of each frame; empty frames keep these dtypes so exports stay well-typed.
 SCORE_SCHEMA: dict[str, str] = {
@@ -47,7 +48,6 @@ ATTRIBUTION_SCHEMA: dict[str, str] = {
 _MODELS: dict[str, type[BaseModel]] = {
     m.model_fields["kind"].default: m
     for m in (SpanBegin, EpisodeEnd, PreferenceJudgment, MemoryFootprint, SlotFill, JudgeScore, AttributionLabel)}
-_CATEGORY_SPANS = ("dimension", "episode")
 
 
 @dataclass
@@ -67,32 +67,16 @@ class ReportFrames:
                 "footprints": self.footprints, "attribution": self.attribution}
 
 
-@dataclass
-class _Cell:
-    """Current state of one (system, user, dimension, mode): its slot-fill, judge score and label."""
-
-    filled: bool = False
-    label: str | None = None
-    fill_excluded: str | None = None
-    overflow: bool = False
-    judged: bool = False
-    score: float | None = None
-    judge_excluded: str | None = None
-    attribution: str | None = None
-
-
 class _RecordingRows:
     """Everything one recording says, keyed so that a later event replaces an earlier one."""
 
     def __init__(self, name: str) -> None:
         self.name = name
-        self.categories: dict[tuple[str, str, str], str] = {}
-        self.dimension_categories: dict[str, str] = {}
+        #: The current outcome of every recovery case: the fold the replay's overview uses too.
+        self.outcomes = OutcomeFold()
         self.episodes: dict[tuple[str, str, int], dict[str, Any]] = {}
         self.preferences: dict[tuple[str, str, int, int], dict[str, Any]] = {}
         self.footprints: dict[Pair, dict[str, Any]] = {}
-        self.cells: dict[CellKey, _Cell] = {}
-        self.judge_keys: dict[int, CellKey] = {}
         self.unscoped = 0
         self.damage_note: str | None = None
         self.unit_of: dict[Pair, int] = {}
@@ -101,20 +85,17 @@ class _RecordingRows:
     # -- reading ---------------------------------------------------------------------------------
     def add(self, event: Any) -> None:
         """Fold one event into the current state."""
-        if event.kind == "span_begin":
-            self._span(event)
-            return
-        if event.kind == "judge_score" and event.rescore_of in self.judge_keys and \
-                (event.system is None or event.user_id is None or event.dimension is None):
-            # A re-score emitted outside the case's scope still belongs to the case it re-scores.
-            self._judge(self.judge_keys[event.rescore_of], event)
+        if isinstance(event, (SpanBegin, SlotFill, JudgeScore, AttributionLabel)):
+            if isinstance(event, SpanBegin) and event.span_kind == "unit" and event.system is not None \
+                    and event.user_id is not None:
+                self.unit_of[(event.system, event.user_id)] = event.seq
+            self.outcomes.add(event)
             return
         if event.system is None or event.user_id is None:
             self.unscoped += 1
             return
         pair: Pair = (event.system, event.user_id)
-        if event.kind in ("episode_end", "preference_judgment", "memory_footprint"):
-            self._enter_rollout(pair)
+        self._enter_rollout(pair)
         if event.kind == "episode_end":
             self.episodes[(*pair, event.task_index)] = {
                 "system": pair[0], "user_id": pair[1], "task_index": event.task_index,
@@ -126,37 +107,6 @@ class _RecordingRows:
         elif event.kind == "memory_footprint":
             self.footprints[pair] = {"system": pair[0], "user_id": pair[1], "n_items": event.n_items,
                                      "mean_chars": float(event.mean_chars)}
-        elif event.dimension is None:
-            self.unscoped += 1
-        else:
-            self._scoring((*pair, event.dimension, event.mode), event)
-
-    def _span(self, event: Any) -> None:
-        if event.span_kind == "unit" and event.system is not None and event.user_id is not None:
-            self.unit_of[(event.system, event.user_id)] = event.seq
-        elif event.span_kind in _CATEGORY_SPANS:
-            dimension = event.dimension or event.attrs.get("dimension")
-            category = event.attrs.get("category")
-            if isinstance(dimension, str) and isinstance(category, str):
-                self.dimension_categories[dimension] = category
-                if event.system is not None and event.user_id is not None:
-                    self.categories[(event.system, event.user_id, dimension)] = category
-
-    def _scoring(self, key: CellKey, event: Any) -> None:
-        if event.kind == "judge_score":
-            self._judge(key, event)
-            return
-        cell = self.cells.setdefault(key, _Cell())
-        if event.kind == "slot_fill":
-            cell.filled, cell.label, cell.overflow = True, event.label, bool(event.overflow)
-            cell.fill_excluded = event.excluded
-        else:
-            cell.attribution = event.label
-
-    def _judge(self, key: CellKey, event: Any) -> None:
-        cell = self.cells.setdefault(key, _Cell())
-        cell.judged, cell.score, cell.judge_excluded = True, event.score, event.excluded
-        self.judge_keys[event.seq] = key
 
     def _enter_rollout(self, pair: Pair) -> None:
         """A unit runs again only when its earlier attempt did not finish, so rollout outcomes of a
@@ -174,31 +124,27 @@ class _RecordingRows:
     # -- output ----------------------------------------------------------------------------------
     def pairs(self) -> set[Pair]:
         """Every (system, user) this recording holds an outcome for."""
-        keys: list[tuple[Any, ...]] = [*self.episodes, *self.preferences, *self.footprints, *self.cells]
+        keys: list[tuple[Any, ...]] = [*self.episodes, *self.preferences, *self.footprints, *self.outcomes.cases]
         return {(k[0], k[1]) for k in keys}
-
-    def category(self, system: str, user_id: str, dimension: str) -> str | None:
-        return self.categories.get((system, user_id, dimension), self.dimension_categories.get(dimension))
 
     def score_rows(self, keep: set[Pair]) -> list[dict[str, Any]]:
         rows = []
-        for (system, user_id, dimension, mode), cell in self.cells.items():
-            if (system, user_id) not in keep or not (cell.filled or cell.judged):
+        for (system, user_id, dimension, mode), case in self.outcomes.scored_cases():
+            if (system, user_id) not in keep:
                 continue
-            excluded = cell.judge_excluded or cell.fill_excluded
-            if not cell.judged and excluded is None:
-                excluded = "no judge score recorded"
+            score = case.score
             rows.append({"system": system, "user_id": user_id, "dimension": dimension,
-                         "category": self.category(system, user_id, dimension), "mode": mode,
-                         "score": math.nan if cell.score is None else float(cell.score), "excluded": excluded,
-                         "overflow": cell.overflow, "label": cell.label, "recording": self.name})
+                         "category": self.outcomes.category(system, user_id, dimension), "mode": mode,
+                         "score": math.nan if score is None else float(score), "excluded": case.excluded,
+                         "overflow": case.overflow, "label": case.label, "recording": self.name})
         return rows
 
     def attribution_rows(self, keep: set[Pair]) -> list[dict[str, Any]]:
         return [{"system": system, "user_id": user_id, "dimension": dimension,
-                 "category": self.category(system, user_id, dimension), "mode": mode, "label": cell.attribution}
-                for (system, user_id, dimension, mode), cell in self.cells.items()
-                if (system, user_id) in keep and cell.attribution is not None]
+                 "category": self.outcomes.category(system, user_id, dimension), "mode": mode,
+                 "label": case.attribution}
+                for (system, user_id, dimension, mode), case in self.outcomes.cases.items()
+                if (system, user_id) in keep and case.attribution is not None]
 
 
 def _outcome_events(reader: RecordingReader) -> Iterator[Any]:
@@ -235,8 +181,8 @@ def load_frames(recordings: Sequence[Path]) -> ReportFrames:
             owner[pair] = index
         if rows.damage_note:
             warnings.append(rows.damage_note)
-        if rows.unscoped:
-            warnings.append(f"{rows.name}: {rows.unscoped} outcome events name no system, user or dimension; "
+        if unscoped := rows.unscoped + rows.outcomes.unscoped:
+            warnings.append(f"{rows.name}: {unscoped} outcome events name no system, user or dimension; "
                             f"they are left out.")
     keeps = [{pair for pair, index in owner.items() if index == i} for i in range(len(loaded))]
     scores = [row for rows, keep in zip(loaded, keeps) for row in rows.score_rows(keep)]

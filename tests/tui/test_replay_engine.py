@@ -105,8 +105,8 @@ def test_score_board_matches_a_direct_computation() -> None:
         ends = [e for e in raw if e["kind"] == "episode_end" and e["system"] == system]
         assert board.units[("sim_01", system)].c == fmean(float(e["turns"]) for e in ends)  # type: ignore[arg-type]
     pairs = [p for p in board.pairs.values() if p.latest is not None]
-    assert len(pairs) == 1 and pairs[0].latest["score"] == 1.0  # type: ignore[index]
-    assert pairs[0].original is not None and pairs[0].original["score"] != 1.0
+    assert len(pairs) == 1 and pairs[0].latest is not None and pairs[0].latest.score == 1.0
+    assert pairs[0].original is not None and pairs[0].original.score != 1.0
 
 
 def test_overview_numbers_agree_with_the_report_table() -> None:

@@ -123,7 +123,7 @@ async def appending_rescore(request: RescoreRequest, sink: RescoreSink) -> None:
     writer = open_writer(request.recording)
     recorder = Recorder(writer)
     with recorder.scope(user_id=request.user_id, system=request.system, dimension=request.dimension):
-        recorder.emit(JudgeScore(mode="retrieve", score=1.0, reason="re-run", rescore_of=int(pair.original["seq"])))
+        recorder.emit(JudgeScore(mode="retrieve", score=1.0, reason="re-run", rescore_of=pair.original.seq))
     writer.close()
     sink.score("retrieve", 1.0, "re-run")
 
@@ -140,7 +140,7 @@ async def test_a_finished_rerun_is_read_back_and_the_overview_updates(run_copy: 
         screen = app.screen
         assert isinstance(screen, DimensionScreen) and screen.detail is not None
         pair = screen.detail.modes["retrieve"].pair
-        assert pair is not None and pair.latest is not None and pair.latest["score"] == 1.0
+        assert pair is not None and pair.latest is not None and pair.latest.score == 1.0
         await pilot.press("escape", "escape")
         await settle(pilot)
         assert text_of_row(app, "amem\tsim_01") != before  # B top-k now counts the re-score

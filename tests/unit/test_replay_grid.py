@@ -27,7 +27,7 @@ def test_grid_cells_are_the_mean_current_score_per_dimension_and_system() -> Non
     grid = score_grid(board)
     assert grid.systems == ["amem", "mem0"]
     for (user, system, dimension, mode), pair in board.pairs.items():
-        current = (pair.latest or pair.original or {}).get("score")
+        current = pair.score
         cell = grid.cell(dimension, system)
         assert cell is not None
         assert cell.scores[mode] == (None if current is None else float(current))  # one user: the mean is the score
@@ -35,8 +35,7 @@ def test_grid_cells_are_the_mean_current_score_per_dimension_and_system() -> Non
 
 def test_category_bars_and_distribution_cover_every_judged_score() -> None:
     board = _board()
-    judged = [p for k, p in board.pairs.items() if k[3] == "dump_all" and (p.latest or p.original or {}).get("score")
-              is not None]
+    judged = [p for k, p in board.pairs.items() if k[3] == "dump_all" and p.score is not None]
     dist = score_distribution(board, "dump_all")
     assert sum(len(v) for v in dist.values()) == len(judged)
     bars = category_scores(board, "dump_all")
