@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterable
 from typing import ClassVar
 
-from rich.console import RenderableType
+from rich.console import Group, RenderableType
 from rich.markdown import Markdown
 from rich.text import Text
 from textual.binding import Binding, BindingType
@@ -84,11 +84,16 @@ class DetailLog(RichLog):
     def _render_source(self) -> None:
         self.clear()
         pattern = re.compile(re.escape(self.matches.query), re.IGNORECASE) if self.matches.query else None
+        lines: list[RenderableType] = []
         for line in self._source:
             if pattern is not None and isinstance(line, Text):
                 line = line.copy()
                 line.highlight_regex(pattern, style=MATCH_STYLE)
-            self.write(line)
+            lines.append(line)
+        # One write of the whole detail: each RichLog.write measures, renders and resizes the log
+        # (a layout refresh), so writing line by line cost a stepping key most of its time.
+        if lines:
+            self.write(Group(*lines))
 
     @property
     def source(self) -> list[RenderableType]:
