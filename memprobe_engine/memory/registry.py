@@ -39,6 +39,7 @@ ADAPTER_SYSTEMS: dict[str, str] = {
     "mem0ai": "memprobe_engine.memory.adapters.mem0ai:Mem0AI",
     "graphiti": "memprobe_engine.memory.adapters.graphiti:Graphiti",
     "langmem": "memprobe_engine.memory.adapters.langmem:LangMem",
+    "cognee": "memprobe_engine.memory.adapters.cognee:Cognee",
 }
 
 _ASYNC_METHODS = {
@@ -139,7 +140,7 @@ def _adapter_row(name: str) -> SystemInfo:
     except ModuleNotFoundError:
         return SystemInfo(name, "(adapter not shipped in this version)", "adapter", "adapter", None,
                           "this version of MemProbe does not ship the adapter")
-    version = _installed_version(cls.distribution)
+    version = _adapter_version(cls)
     reason = None if version is not None else cls.unavailable_reason()
     return SystemInfo(name, cls.description, f"adapter over {cls.distribution}", "adapter", version, reason)
 
@@ -151,6 +152,13 @@ def _installed_version(distribution: str) -> str | None:
         return None
 
 
+def _adapter_version(cls: Any) -> str | None:
+    """The library's version: the adapter's own ``installed_version()`` where its library lives
+    outside this environment (cognee's venv), else the distribution's metadata here."""
+    own = getattr(cls, "installed_version", None)
+    return own() if callable(own) else _installed_version(cls.distribution)
+
+
 def _import_adapter(name: str) -> type[MemorySystem]:
     """The adapter class; a ConfigError saying which extra to install when its library is missing."""
     module_name, class_name = _adapter_module(name)
@@ -160,7 +168,7 @@ def _import_adapter(name: str) -> type[MemorySystem]:
         if _is_module_or_parent(err.name, module_name):
             raise SystemUnavailable(f"system '{name}' is not available in this version of MemProbe.") from None
         raise
-    if _installed_version(cls.distribution) is None:
+    if _adapter_version(cls) is None:
         raise ConfigError(f"system '{name}' runs the {cls.distribution} library, which is not installed: "
                           f"{cls.unavailable_reason()}")
     return validate_system_class(cls, name)
