@@ -88,6 +88,9 @@ def call_detail(view: LLMCallView) -> Lines:
     """Everything recorded about an LLM call, request resolved from payloads."""
     e = view.event
     usage = f"{e.usage.prompt_tokens} prompt + {e.usage.completion_tokens} completion tokens"
+    if e.usage.cached_prompt_tokens:
+        usage += (f" · {e.usage.cached_prompt_tokens} of the prompt served from the server's prefix cache, "
+                  f"{max(0, e.usage.prompt_tokens - e.usage.cached_prompt_tokens)} evaluated")
     finish = getattr(e, "finish_reason", None)
     lines: Lines = [field("role", e.role), field("model", f"{e.model} ({e.backend})"), field("tokens", usage),
                     field("finish reason", finish or "not reported"),

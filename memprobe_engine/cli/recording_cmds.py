@@ -39,6 +39,9 @@ def info(recording: RecordingArg) -> None:
         console.print(f"users {len(summary.users)}   systems {', '.join(sorted(summary.systems)) or '-'}")
         console.print(f"llm calls {summary.llm_calls:,} ({summary.llm_cache_hits:,} from cache), "
                       f"tokens {summary.prompt_tokens:,} prompt / {summary.completion_tokens:,} completion")
+        if summary.cached_prompt_tokens:
+            console.print(f"prompt tokens served from the server's prefix cache {summary.cached_prompt_tokens:,} "
+                          f"({summary.cached_prompt_tokens / max(1, summary.prompt_tokens):.0%})")
         table = Table("event kind", "count", title="events by kind", title_justify="left")
         for kind, count in summary.by_kind.most_common():
             table.add_row(kind, f"{count:,}")

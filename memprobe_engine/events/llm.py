@@ -20,6 +20,9 @@ class RecordedMessage(BaseModel):
 class TokenUsage(BaseModel):
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    #: Prompt tokens the server served from its prefix cache instead of evaluating (0 where the
+    #: backend does not say, and in recordings made before this field existed).
+    cached_prompt_tokens: int = 0
 
 
 class RetryNote(BaseModel):

@@ -21,6 +21,7 @@ class RecordingSummary:
     llm_cache_hits: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cached_prompt_tokens: int = 0
     run_status: str | None = None
 
 
@@ -50,6 +51,7 @@ def summarize(reader: RecordingReader) -> RecordingSummary:
             if isinstance(usage, dict):
                 summary.prompt_tokens += _count(usage.get("prompt_tokens"))
                 summary.completion_tokens += _count(usage.get("completion_tokens"))
+                summary.cached_prompt_tokens += _count(usage.get("cached_prompt_tokens"))
         elif kind == "run_end":
             status = data.get("status")
             summary.run_status = status if isinstance(status, str) else None

@@ -99,6 +99,7 @@ class _Call:
     retries: list[RetryNote] = field(default_factory=list)
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cached_prompt_tokens: int = 0
     requests: int = 0
     cache_hits: int = 0
     repairs: int = 0
@@ -112,6 +113,7 @@ class _Call:
     def add_usage(self, usage: Usage) -> None:
         self.prompt_tokens += usage.prompt_tokens
         self.completion_tokens += usage.completion_tokens
+        self.cached_prompt_tokens += usage.cached_prompt_tokens
 
 
 class ChatStream:
@@ -444,7 +446,8 @@ class ChatClient:
     def _record(self, call: _Call, *, parsed: Any = None, excluded: str | None = None,
                 error: str | None = None) -> ChatOutcome:
         latency = time.perf_counter() - call.started
-        usage = Usage(prompt_tokens=call.prompt_tokens, completion_tokens=call.completion_tokens)
+        usage = Usage(prompt_tokens=call.prompt_tokens, completion_tokens=call.completion_tokens,
+                      cached_prompt_tokens=call.cached_prompt_tokens)
         cache_hit = call.requests > 0 and call.cache_hits == call.requests
         seq: int | None = None
         if self.recorder.enabled:
@@ -455,7 +458,8 @@ class ChatClient:
                 response_schema_ref=self.recorder.put_payload(call.schema) if call.schema is not None else None,
                 response_text=call.text,
                 parsed=parsed.model_dump(mode="json") if isinstance(parsed, BaseModel) else parsed,
-                usage=TokenUsage(prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens),
+                usage=TokenUsage(prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens,
+                                 cached_prompt_tokens=usage.cached_prompt_tokens),
                 latency_s=round(latency, 4), cache_hit=cache_hit, retries=list(call.retries),
                 repairs=call.repairs, error=error, excluded=excluded, replica=call.replica,
                 finish_reason=call.finish_reason))

@@ -52,6 +52,9 @@ class ChatRequest(BaseModel):
 class Usage(BaseModel):
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    #: Of ``prompt_tokens``, how many the server did not evaluate because it still held their KV state
+    #: (llama.cpp's and vLLM's prefix cache, OpenAI's ``prompt_tokens_details.cached_tokens``).
+    cached_prompt_tokens: int = 0
 
 
 class ChatResult(BaseModel):

@@ -118,7 +118,7 @@ class OpenAICompatBackend:
         return cls(url, spec.model, key, name=spec.backend, timeout_s=spec.timeout_s,
                    extra_body=spec.extra_body, api_key_env=key_env, token_param=spec.token_param)
 
-    def _arguments(self, request: ChatRequest) -> dict[str, Any]:
+    def _arguments(self, request: ChatRequest, extra_body: dict[str, Any] | None = None) -> dict[str, Any]:
         params = request.params
         args: dict[str, Any] = {
             "model": self.model,
@@ -136,14 +136,15 @@ class OpenAICompatBackend:
         if request.response_schema is not None:
             args["response_format"] = {"type": "json_schema", "json_schema": {
                 "name": "response", "schema": request.response_schema, "strict": True}}
-        if self._extra_body:
-            args["extra_body"] = self._extra_body
+        if self._extra_body or extra_body:
+            args["extra_body"] = {**(self._extra_body or {}), **(extra_body or {})}
         return args
 
-    async def complete(self, request: ChatRequest) -> ChatResult:
-        """One attempt; see the module docstring for how failures are classified."""
+    async def complete(self, request: ChatRequest, *, extra_body: dict[str, Any] | None = None) -> ChatResult:
+        """One attempt; see the module docstring for how failures are classified. ``extra_body`` adds
+        server-specific request fields that are not part of the request's identity (a slot to use)."""
         try:
-            response: Any = await self._client.chat.completions.create(**self._arguments(request))
+            response: Any = await self._client.chat.completions.create(**self._arguments(request, extra_body))
         except Exception as err:  # noqa: BLE001 — every SDK failure is classified, none escapes raw
             raise self._classify(err) from None
         choices = getattr(response, "choices", None)
@@ -154,17 +155,21 @@ class OpenAICompatBackend:
         message = getattr(choice, "message", None)
         text = getattr(message, "content", None) or ""
         usage = getattr(response, "usage", None)
+        details = getattr(usage, "prompt_tokens_details", None)
         return ChatResult(
             text=text,
             usage=Usage(prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
-                        completion_tokens=getattr(usage, "completion_tokens", 0) or 0),
+                        completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
+                        cached_prompt_tokens=getattr(details, "cached_tokens", 0) or 0),
             model=getattr(response, "model", None) or None,
             finish_reason=getattr(choice, "finish_reason", None))
 
-    async def stream(self, request: ChatRequest) -> AsyncIterator[str]:
+    async def stream(self, request: ChatRequest, *,
+                     extra_body: dict[str, Any] | None = None) -> AsyncIterator[str]:
         """Yield content deltas as the server produces them."""
         try:
-            chunks: Any = await self._client.chat.completions.create(**self._arguments(request), stream=True)
+            chunks: Any = await self._client.chat.completions.create(**self._arguments(request, extra_body),
+                                                                     stream=True)
         except Exception as err:  # noqa: BLE001
             raise self._classify(err) from None
         try:
