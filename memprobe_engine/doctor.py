@@ -183,6 +183,9 @@ async def _check_round_trip(tier: str, measurements: dict[str, float]) -> Doctor
         result = await backend.complete(request)
         wall_s = time.monotonic() - started
         after = await backend.counters()
+        # The same prompt again: with the prompt cache on, the server should evaluate almost none of it.
+        repeat = await backend.complete(request)
+        serving, server = backend.serving, backend.server
         rss = _rss_mb()
     except MemProbeError as err:
         return DoctorCheck(name=name, ok=False, detail=str(err),
@@ -203,9 +206,15 @@ async def _check_round_trip(tier: str, measurements: dict[str, float]) -> Doctor
                         gen_tok_s=round(gen_rate, 1), round_trip_s=round(wall_s, 2))
     if rss is not None:
         measurements["rss_mb"] = round(rss)
+    reused = repeat.usage.cached_prompt_tokens
+    measurements.update(slots=serving.slots, context_per_slot=server.n_ctx if server is not None else 0,
+                        prompt_cache_reuse=round(reused / max(1, repeat.usage.prompt_tokens), 3))
     speed = (f"server ready in {start_s:.1f} s; prompt {prompt_rate:.0f} tok/s ({prompt_n} tok), generation "
              f"{gen_rate:.1f} tok/s ({gen_n} tok) from {source}; call {wall_s:.1f} s"
-             + (f"; process RSS {rss / 1024:.1f} GB" if rss is not None else ""))
+             + (f"; process RSS {rss / 1024:.1f} GB" if rss is not None else "")
+             + f"; serving {serving.slots} slot(s) × {server.n_ctx if server is not None else '?'} tokens of context, "
+               f"prompt cache {'on' if serving.prompt_cache else 'off'} (the same prompt again: {reused} of "
+               f"{repeat.usage.prompt_tokens} tokens reused), draft {serving.draft or 'none'}")
     try:
         parsed = json.loads(result.text)
         valid = isinstance(parsed, dict) and set(parsed) == {"reason", "score"} and 1 <= int(parsed["score"]) <= 5

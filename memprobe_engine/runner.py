@@ -69,6 +69,30 @@ def fingerprint(config: dict[str, Any]) -> str:
     return hashlib.sha256(orjson.dumps(config, option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]
 
 
+#: Model-spec fields that change how fast or how patiently a model is asked, never what it is asked
+#: (pacing, retries, the embedded server's slots, prompt cache and draft): a resume may change them.
+PACING_FIELDS = frozenset({"concurrency", "max_retries", "timeout_s", "startup_timeout_s", "slots", "prompt_cache",
+                           "draft", "origin"})
+
+
+def protocol_view(config: dict[str, Any]) -> dict[str, Any]:
+    """``config`` without its fingerprint and without the pacing fields of its model specs."""
+    view = {key: value for key, value in config.items() if key != "fingerprint"}
+    models = view.get("models")
+    roles = models.get("models") if isinstance(models, dict) else None
+    if isinstance(models, dict) and isinstance(roles, dict):
+        view["models"] = {**models, "models": {
+            role: {k: v for k, v in spec.items() if k not in PACING_FIELDS} if isinstance(spec, dict) else spec
+            for role, spec in roles.items()}}
+    return view
+
+
+def can_resume(previous: dict[str, Any], config: dict[str, Any]) -> bool:
+    """Whether a run recorded with header config ``previous`` may be continued with ``config``: the
+    same fingerprint, or the same settings up to pacing (a faster server, more concurrency)."""
+    return previous.get("fingerprint") == config.get("fingerprint") or protocol_view(previous) == protocol_view(config)
+
+
 def shard_record_dir(record: Path, shard: tuple[int, int]) -> Path:
     return record if shard[1] == 1 else record.with_name(f"{record.name}.shard-{shard[0]}-of-{shard[1]}")
 
@@ -162,8 +186,9 @@ async def run_recovery(plan: RecoveryPlan, record: Path, *, llm_config: Any, con
     state = ResumeState()
     if (record / HEADER_FILE).exists():
         with open_recording(record) as reader:
-            previous = reader.header.config.get("fingerprint")
-        if previous != config["fingerprint"]:
+            previous_config = reader.header.config
+            previous = previous_config.get("fingerprint")
+        if not can_resume(previous_config, config):
             raise RecordingError(f"{record} holds a run with different settings (fingerprint {previous} ≠ "
                                  f"{config['fingerprint']}). Resume it with the same command and flags, or pass "
                                  f"another --record folder.")

@@ -16,6 +16,7 @@ key, so a spec can be written into a recording header as it is.
 
 from __future__ import annotations
 
+import os
 import re
 from typing import Any, Literal
 
@@ -28,8 +29,14 @@ BackendName = Literal["openai", "local", "vllm", "replay"]
 BACKENDS: tuple[str, ...] = ("openai", "local", "vllm", "replay")
 
 #: Parallel requests per backend when a spec does not say: a remote API takes several, the embedded
-#: model one (it runs on the CPU), a vLLM server batches many.
+#: model as many as its server has slots (see ``local_slots_default``), a vLLM server batches many.
 DEFAULT_CONCURRENCY: dict[str, int] = {"openai": 8, "local": 1, "vllm": 16, "replay": 64}
+#: The embedded server's parallel slots when neither the spec nor ``$MEMPROBE_LOCAL_SLOTS`` says:
+#: chosen from ``bench/quick_run.py`` on a 2-core machine (README, benchmarks).
+DEFAULT_LOCAL_SLOTS = 4
+SLOTS_ENV = "MEMPROBE_LOCAL_SLOTS"
+PROMPT_CACHE_ENV = "MEMPROBE_LOCAL_PROMPT_CACHE"
+DRAFT_ENV = "MEMPROBE_LOCAL_DRAFT"
 DEFAULT_LOCAL_TIER = "1.5b"
 
 VALID_FORMS = ("openai:MODEL, openai:MODEL@http://HOST:PORT/v1, local, local:1.5b, local:fast (0.5b tier), "
@@ -59,6 +66,13 @@ class ModelSpec(BaseModel):
     #: ``max_completion_tokens`` (which gpt-5* and o-series models require instead); ``auto`` picks
     #: by model name (see ``openai_compat.token_parameter``).
     token_param: Literal["auto", "max_tokens", "max_completion_tokens"] = "auto"
+    #: ``local`` only — how the embedded server serves: parallel slots, llama.cpp's prompt cache, and
+    #: a draft tier for speculative decoding ("fast", or "none"). None: ``$MEMPROBE_LOCAL_SLOTS`` /
+    #: ``_PROMPT_CACHE`` / ``_DRAFT``, else the defaults. They change speed, not what is asked, so a
+    #: recording's header names them only when set here.
+    slots: int | None = Field(default=None, ge=1, le=64)
+    prompt_cache: bool | None = None
+    draft: str | None = None
     origin: str | None = None
 
     @model_validator(mode="after")
@@ -72,8 +86,12 @@ class ModelSpec(BaseModel):
                 raise ValueError("a replay fallback must be a live backend, not another replay")
         if self.base_url is not None and not self.base_url.startswith(("http://", "https://")):
             raise ValueError(f"base_url {self.base_url!r} must start with http:// or https://")
+        if self.backend != "local" and (self.slots, self.prompt_cache, self.draft) != (None, None, None):
+            raise ValueError("slots, prompt_cache and draft are settings of the embedded model (local specs) only")
         if self.concurrency == 0:
             default = DEFAULT_CONCURRENCY[self.backend]
+            if self.backend == "local":
+                default = self.slots or local_slots_default()  # one request per slot keeps every slot busy
             if self.backend == "replay" and self.fallback is not None:
                 default = parse_spec(self.fallback).concurrency  # misses go to the fallback: pace for it
             object.__setattr__(self, "concurrency", default)
@@ -142,7 +160,7 @@ def spec_from_table(table: dict[str, Any], *, origin: str) -> ModelSpec:
         raise ConfigError(f"{origin}: {first_validation_problem(err)}. Fields: backend (one of "
                           f"{', '.join(BACKENDS)}), model, base_url, api_key_env, concurrency, "
                           f"context_tokens, timeout_s, startup_timeout_s, max_retries, fallback, "
-                          f"extra_args, extra_body, token_param — or spec = \"...\".") from None
+                          f"extra_args, extra_body, token_param, slots, prompt_cache, draft — or spec = \"...\".") from None
     except TypeError as err:  # e.g. a non-string key from an odd TOML table
         raise ConfigError(f"{origin}: {err}") from None
 
@@ -202,3 +220,26 @@ def _local_tier(name: str) -> str:
 def _bad_spec_message(text: str, why: str, origin: str | None) -> str:
     where = f" (set by {origin})" if origin else ""
     return f"Model spec {text!r}{where} is not valid: {why.rstrip('.')}. Valid forms: {VALID_FORMS}."
+
+
+def local_slots_default() -> int:
+    """``$MEMPROBE_LOCAL_SLOTS`` if set, else :data:`DEFAULT_LOCAL_SLOTS`."""
+    configured = os.environ.get(SLOTS_ENV, "").strip()
+    if not configured:
+        return DEFAULT_LOCAL_SLOTS
+    if not configured.isdigit() or not 1 <= int(configured) <= 64:
+        raise ConfigError(f"{SLOTS_ENV}={configured!r} is not a number of slots from 1 to 64; set it to e.g. 1 "
+                          f"or 4, or unset it for the default ({DEFAULT_LOCAL_SLOTS}).")
+    return int(configured)
+
+
+def env_flag(name: str, default: bool) -> bool:
+    """A yes/no environment setting (1/0, on/off, true/false, yes/no); unset means ``default``."""
+    configured = os.environ.get(name, "").strip().lower()
+    if not configured:
+        return default
+    if configured in ("1", "on", "true", "yes"):
+        return True
+    if configured in ("0", "off", "false", "no"):
+        return False
+    raise ConfigError(f"{name}={configured!r} is not on or off; set it to 1 or 0, or unset it.")

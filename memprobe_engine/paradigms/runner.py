@@ -63,7 +63,7 @@ from memprobe_engine.paradigms.reader import (
 )
 from memprobe_engine.paradigms.scoring import score_probe
 from memprobe_engine.paradigms.suite import Episode, Probe, Suite, load_suite
-from memprobe_engine.runner import (RecordedResponses, UnitTally, close_run_clients, fingerprint, run_units,
+from memprobe_engine.runner import (RecordedResponses, UnitTally, can_resume, close_run_clients, fingerprint, run_units,
                                     shard_record_dir)
 
 #: Default number of memories a memory system's search returns to the reader.
@@ -310,8 +310,9 @@ async def run_paradigms(plan: ParadigmPlan, record: Path, *, llm_config: Any, co
     state = ParadigmResume()
     if (record / HEADER_FILE).exists():
         with open_recording(record) as reader:
-            previous = reader.header.config.get("fingerprint")
-        if previous != config["fingerprint"]:
+            previous_config = reader.header.config
+            previous = previous_config.get("fingerprint")
+        if not can_resume(previous_config, config):
             raise RecordingError(f"{record} holds a run with different settings (fingerprint {previous} ≠ "
                                  f"{config['fingerprint']}). Resume it with the same command and flags, or pass "
                                  f"another --record folder.")

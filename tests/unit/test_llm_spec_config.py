@@ -9,17 +9,17 @@ import pytest
 
 from memprobe_engine.errors import ConfigError
 from memprobe_engine.llm.config import ROLES, load_llm_config
-from memprobe_engine.llm.spec import ModelSpec, parse_spec
+from memprobe_engine.llm.spec import DEFAULT_LOCAL_SLOTS, ModelSpec, parse_spec
 
 
 @pytest.mark.parametrize(("text", "backend", "model", "base_url", "concurrency"), [
     ("openai:gpt-4o-mini", "openai", "gpt-4o-mini", None, 8),
     ("openai:Qwen/Qwen2.5-7B@http://127.0.0.1:8000/v1", "openai", "Qwen/Qwen2.5-7B", "http://127.0.0.1:8000/v1", 8),
     ("openai:qwen2.5:7b@http://host:11434/v1/", "openai", "qwen2.5:7b", "http://host:11434/v1", 8),
-    ("local", "local", "1.5b", None, 1),
-    ("local:1.5b", "local", "1.5b", None, 1),
-    ("local:fast", "local", "fast", None, 1),
-    ("local:0.5b", "local", "fast", None, 1),
+    ("local", "local", "1.5b", None, DEFAULT_LOCAL_SLOTS),
+    ("local:1.5b", "local", "1.5b", None, DEFAULT_LOCAL_SLOTS),
+    ("local:fast", "local", "fast", None, DEFAULT_LOCAL_SLOTS),
+    ("local:0.5b", "local", "fast", None, DEFAULT_LOCAL_SLOTS),
     ("vllm:EdwinYue/Mem-T-4B", "vllm", "EdwinYue/Mem-T-4B", None, 16),
     ("replay:recordings/run1", "replay", "recordings/run1", None, 64),
 ])
@@ -32,7 +32,7 @@ def test_parse_spec_forms(text: str, backend: str, model: str, base_url: str | N
 def test_replay_fallback_takes_the_fallback_pace() -> None:
     spec = parse_spec("replay:rec|local:fast")
     assert spec.fallback == "local:fast"
-    assert spec.concurrency == 1
+    assert spec.concurrency == DEFAULT_LOCAL_SLOTS
     assert spec.spec_string() == "replay:rec|local:fast"
 
 

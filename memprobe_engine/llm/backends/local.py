@@ -9,11 +9,21 @@ the server, waits until ``/v1/models`` answers, and delegates every request to
 
 One server per tier per process, shared by every backend of that tier (a 1.5B model holds ~2 GB;
 two copies would only compete for the same CPU cores). It starts on first use, and stops when the
-last backend using it is closed, or at interpreter exit. The server runs one slot (the CPU cannot
-serve two requests faster than one after the other), keeps llama.cpp's prompt cache on so that a
-repeated system prompt is not re-evaluated, logs only errors (its INFO lines would land on a TUI's
-screen), and requires a random per-process API key so no other local program or browser page can
-drive it.
+last backend using it is closed, or at interpreter exit. How it serves (:class:`Serving`) is set per
+spec or by environment variable, and measured in ``bench/quick_run.py``:
+
+- **slots**: several sequences decoded together (llama.cpp's continuous batching), each with its own
+  context of ``context_tokens``. Decoding a small model on a CPU is bound by memory bandwidth, so two
+  or four sequences cost little more per step than one;
+- **prompt cache**: each slot keeps the KV state of its last prompt, and a host-memory cache keeps
+  earlier ones; :class:`~memprobe_engine.llm.backends.slots.SlotRouter` sends a request to the slot
+  that holds its prefix, so a conversation's next turn or the next slot-fill over the same store
+  evaluates only the new tokens;
+- **draft**: speculative decoding with the 0.5B model drafting for the 1.5B (same tokenizer), where
+  it measures faster.
+
+The server logs only errors (its INFO lines would land on a TUI's screen), and requires a random
+per-process API key so no other local program or browser page can drive it.
 """
 
 from __future__ import annotations
@@ -32,12 +42,15 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, AsyncIterator
 
 from memprobe_engine.errors import ConfigError, LLMError
 from memprobe_engine.llm.backends.openai_compat import OpenAICompatBackend, ServerBackend
+from memprobe_engine.llm.backends.slots import SlotRouter, prompt_text
 from memprobe_engine.llm.model_assets import INSTALL_HINT, ModelFile, ensure_model, resolve_tier
-from memprobe_engine.llm.spec import ModelSpec
+from memprobe_engine.llm.spec import (DRAFT_ENV, PROMPT_CACHE_ENV, SLOTS_ENV, ModelSpec, env_flag,
+                                      local_slots_default)
+from memprobe_engine.llm.types import ChatRequest, ChatResult
 
 log = logging.getLogger(__name__)
 
@@ -54,12 +67,47 @@ _READY_POLL_S = 0.1
 _PROBE_TIMEOUT_S = 5.0
 
 
+@dataclass(frozen=True)
+class Serving:
+    """How an embedded server serves requests: parallel slots, prompt reuse, draft model."""
+
+    slots: int
+    prompt_cache: bool
+    draft: str | None       # tier name of the draft model, or None for plain decoding
+
+    def describe(self) -> str:
+        return (f"{self.slots} slot(s), prompt cache {'on' if self.prompt_cache else 'off'}, "
+                f"draft {self.draft or 'none'}")
+
+
+#: Tokens the draft model proposes per step, at most / at least (llama.cpp's --draft-max/--draft-min).
+DRAFT_MAX_TOKENS = 8
+DRAFT_MIN_TOKENS = 0
+
+
+def serving_for(spec: ModelSpec, tier: str) -> Serving:
+    """The serving settings of a ``local`` spec: its own fields, else the environment, else defaults.
+
+    The default draft is none: on two cores the 0.5B draft did not pay for itself in
+    ``bench/quick_run.py`` (see README, benchmarks)."""
+    slots = spec.slots if spec.slots is not None else local_slots_default()
+    prompt_cache = spec.prompt_cache if spec.prompt_cache is not None else env_flag(PROMPT_CACHE_ENV, True)
+    draft_setting = spec.draft if spec.draft is not None else os.environ.get(DRAFT_ENV, "").strip() or "none"
+    draft = None if draft_setting.lower() in ("none", "off", "0", "") else resolve_tier(draft_setting).name
+    if draft is not None and draft == tier:
+        raise ConfigError(f"local:{tier} cannot draft for itself (draft = {draft_setting!r}, set by "
+                          f"{spec.where()} or ${DRAFT_ENV}); use draft = \"fast\" for the 1.5b tier, or \"none\".")
+    return Serving(slots=slots, prompt_cache=prompt_cache, draft=draft)
+
+
 @dataclass
 class EmbeddedServer:
     """A running in-process llama.cpp server for one tier, and what it took to get there."""
 
     tier: str
-    n_ctx: int
+    n_ctx: int              # per slot
+    serving: Serving
+    router: SlotRouter
     n_threads: int
     base_url: str            # ends in /v1
     model_alias: str         # the model name the server reports and expects
@@ -93,22 +141,30 @@ def import_xllamacpp() -> ModuleType:
                        f"Install the local extra: {INSTALL_HINT}") from None
 
 
-def acquire_server(tier: str, n_ctx: int, *, startup_timeout_s: float, requested_by: str) -> EmbeddedServer:
+def acquire_server(tier: str, n_ctx: int, *, startup_timeout_s: float, requested_by: str,
+                   serving: Serving | None = None) -> EmbeddedServer:
     """Return this process's server for ``tier``, starting it if needed, and count one more user.
 
     Blocking (assembly, model load): call it from a worker thread. ``requested_by`` names the
-    setting that asked for ``n_ctx``, for the message when a running server has another size.
+    setting that asked for ``n_ctx`` and ``serving``, for the message when a running server differs.
     """
+    serving = serving or Serving(slots=local_slots_default(), prompt_cache=True, draft=None)
     with _REGISTRY_LOCK:
         server = _SERVERS.get(tier)
         if server is None:
-            server = _start_server(tier, n_ctx, startup_timeout_s)
+            server = _start_server(tier, n_ctx, startup_timeout_s, serving)
             _SERVERS[tier] = server
         elif server.n_ctx != n_ctx:
             raise ConfigError(
                 f"The embedded model {tier!r} already runs in this process with a context of {server.n_ctx} "
                 f"tokens, but {requested_by} asks for {n_ctx}. All local:{tier} specs share one server: give "
                 f"them the same context_tokens in the [models] tables of the config file.")
+        elif server.serving != serving:
+            raise ConfigError(
+                f"The embedded model {tier!r} already runs in this process with {server.serving.describe()}, "
+                f"but {requested_by} asks for {serving.describe()}. All local:{tier} specs share one server: "
+                f"give them the same slots / prompt_cache / draft in the [models] tables of the config file "
+                f"(or set ${SLOTS_ENV}, ${PROMPT_CACHE_ENV}, ${DRAFT_ENV} for all of them).")
         server.users += 1
         return server
 
@@ -140,27 +196,39 @@ def shutdown_all() -> None:
 atexit.register(shutdown_all)
 
 
-def _start_server(tier: str, n_ctx: int, startup_timeout_s: float) -> EmbeddedServer:
+def _start_server(tier: str, n_ctx: int, startup_timeout_s: float, serving: Serving) -> EmbeddedServer:
     xllamacpp = import_xllamacpp()
     model = ensure_model(tier)
+    draft_model = ensure_model(serving.draft) if serving.draft is not None else None
     n_threads = local_threads()
     api_key = secrets.token_urlsafe(24)
     alias = model.path.name.removesuffix(".gguf")
     params = xllamacpp.CommonParams()
     params.model.path = str(model.path)
     params.model_alias = {alias}
-    params.n_ctx = n_ctx
-    params.n_parallel = 1
+    # Each slot gets a whole context of its own (the KV cache is split evenly between slots), so
+    # running several at once never shortens the prompt a role may send.
+    params.n_ctx = n_ctx * serving.slots
+    params.n_parallel = serving.slots
+    params.kv_unified = False
     params.cpuparams.n_threads = n_threads
     params.cpuparams_batch.n_threads = n_threads
-    params.cache_prompt = True
-    params.cache_ram_mib = PROMPT_CACHE_RAM_MIB
+    params.cache_prompt = serving.prompt_cache
+    params.cache_ram_mib = PROMPT_CACHE_RAM_MIB if serving.prompt_cache else 0
+    if draft_model is not None:
+        params.speculative.types = [xllamacpp.common_speculative_type.COMMON_SPECULATIVE_TYPE_DRAFT_SIMPLE]
+        params.speculative.draft.mparams.path = str(draft_model.path)
+        params.speculative.draft.n_max = DRAFT_MAX_TOKENS
+        params.speculative.draft.n_min = DRAFT_MIN_TOKENS
+        params.speculative.draft.cpuparams.n_threads = n_threads
+        params.speculative.draft.cpuparams_batch.n_threads = n_threads
     params.endpoint_metrics = True
+    params.endpoint_slots = True
     params.api_keys = [api_key]
     params.ui = False
     params.verbosity = _LLAMA_LOG_ERRORS_ONLY
-    log.info("starting embedded llama.cpp server for %r (%s, n_ctx=%d, %d threads)", tier, model.path, n_ctx,
-             n_threads)
+    log.info("starting embedded llama.cpp server for %r (%s, n_ctx=%d per slot, %s, %d threads)", tier,
+             model.path, n_ctx, serving.describe(), n_threads)
     started = time.monotonic()
     try:
         handle = xllamacpp.Server(params)
@@ -179,7 +247,8 @@ def _start_server(tier: str, n_ctx: int, startup_timeout_s: float) -> EmbeddedSe
         raise
     seconds = time.monotonic() - started
     log.info("embedded server for %r ready at %s in %.1f s", tier, address, seconds)
-    return EmbeddedServer(tier=tier, n_ctx=n_ctx, n_threads=n_threads, base_url=f"{address}/v1",
+    return EmbeddedServer(tier=tier, n_ctx=n_ctx, serving=serving, router=SlotRouter(serving.slots),
+                          n_threads=n_threads, base_url=f"{address}/v1",
                           model_alias=alias, model_file=model, start_seconds=seconds, api_key=api_key,
                           handle=handle)
 
@@ -268,6 +337,7 @@ class LocalBackend(ServerBackend):
         self.spec = spec
         self.tier = resolve_tier(spec.model).name
         self.context_tokens = spec.context_tokens or DEFAULT_CONTEXT_TOKENS
+        self.serving = serving_for(spec, self.tier)
         self._server: EmbeddedServer | None = None
         self._inner: OpenAICompatBackend | None = None
         self._lock = asyncio.Lock()
@@ -283,12 +353,41 @@ class LocalBackend(ServerBackend):
             if self._inner is None:
                 server = await asyncio.to_thread(
                     acquire_server, self.tier, self.context_tokens,
-                    startup_timeout_s=self.spec.startup_timeout_s, requested_by=self.spec.where())
+                    startup_timeout_s=self.spec.startup_timeout_s, requested_by=self.spec.where(),
+                    serving=self.serving)
                 self._server = server
                 self._inner = OpenAICompatBackend(
                     server.base_url, server.model_alias, server.api_key, name=self.name,
                     timeout_s=self.spec.timeout_s, extra_body=self.spec.extra_body)
             return self._inner
+
+    async def complete(self, request: ChatRequest) -> ChatResult:
+        """One attempt on the slot the router picks for this prompt (see :mod:`.slots`)."""
+        inner = await self.start()
+        server = self._server
+        assert server is not None
+        slot = server.router.acquire(prompt_text(request.messages))
+        try:
+            return await inner.complete(request, extra_body=self._slot_body(slot.index))
+        finally:
+            server.router.release(slot)
+
+    async def stream(self, request: ChatRequest) -> AsyncIterator[str]:
+        """The reply in pieces, generated on the slot the router picks for this prompt."""
+        inner = await self.start()
+        server = self._server
+        assert server is not None
+        slot = server.router.acquire(prompt_text(request.messages))
+        try:
+            async for piece in inner.stream(request, extra_body=self._slot_body(slot.index)):
+                yield piece
+        finally:
+            server.router.release(slot)
+
+    def _slot_body(self, slot: int) -> dict[str, Any]:
+        # llama.cpp reads both from the request body; ``cache_prompt`` false makes the switched-off
+        # configuration evaluate every prompt in full, as the benchmark's baseline needs.
+        return {"id_slot": slot, "cache_prompt": self.serving.prompt_cache}
 
     async def counters(self) -> ServerCounters:
         """llama.cpp's cumulative token and time counters (doctor measures throughput from two reads)."""

@@ -1,0 +1,101 @@
+"""The embedded server's serving settings and the prefix-affinity slot router (no model needed)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from memprobe_engine.errors import ConfigError
+from memprobe_engine.llm.config import load_llm_config
+from memprobe_engine.llm.backends.local import Serving, serving_for
+from memprobe_engine.llm.backends.slots import DEFAULT_WAIT_CHARS, SlotRouter, prompt_text
+from memprobe_engine.llm.spec import DEFAULT_LOCAL_SLOTS, ModelSpec, parse_spec
+from memprobe_engine.llm.types import ChatMessage
+from memprobe_engine.runner import can_resume, fingerprint
+
+PERSONA = "persona and bank " * 400  # a long prefix shared by every turn of one simulated user
+
+
+def _prompt(prefix: str, tail: str) -> str:
+    return prompt_text([ChatMessage(role="system", content="rules"), ChatMessage(role="user", content=prefix + tail)])
+
+
+def test_a_request_goes_to_the_idle_slot_that_holds_its_prefix() -> None:
+    router = SlotRouter(3)
+    first = router.acquire(_prompt(PERSONA, "turn 1"))
+    router.release(first)
+    other = router.acquire(_prompt("store " * 600, "slot-fill a"))
+    router.release(other)
+    assert other.index != first.index  # an unrelated prompt takes the least recently used slot
+    assert router.acquire(_prompt(PERSONA, "turn 2")).index == first.index
+
+
+def test_waiting_for_a_busy_slot_beats_recomputing_a_long_prefix() -> None:
+    router = SlotRouter(2)
+    busy = router.acquire(_prompt(PERSONA, "dimension a"))  # still in flight
+    queued = router.acquire(_prompt(PERSONA, "dimension b"))
+    assert queued.index == busy.index and busy.in_flight == 2
+
+
+def test_a_short_shared_prefix_is_not_worth_waiting_for() -> None:
+    router = SlotRouter(2)
+    short = "x" * (DEFAULT_WAIT_CHARS // 4)
+    busy = router.acquire(_prompt(short, "one"))
+    assert router.acquire(_prompt(short, "two")).index != busy.index
+
+
+def test_every_slot_busy_queues_on_the_best_match() -> None:
+    router = SlotRouter(2)
+    a = router.acquire(_prompt(PERSONA, "a"))
+    b = router.acquire(_prompt("other " * 500, "b"))
+    assert a.index != b.index
+    assert router.acquire(_prompt("other " * 500, "c")).index == b.index
+    router.release(b)
+    router.release(b)
+    assert b.in_flight == 0
+
+
+def test_serving_comes_from_the_spec_then_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("MEMPROBE_LOCAL_SLOTS", "MEMPROBE_LOCAL_PROMPT_CACHE", "MEMPROBE_LOCAL_DRAFT"):
+        monkeypatch.delenv(name, raising=False)
+    assert serving_for(parse_spec("local"), "1.5b") == Serving(DEFAULT_LOCAL_SLOTS, True, None)
+    monkeypatch.setenv("MEMPROBE_LOCAL_SLOTS", "1")
+    monkeypatch.setenv("MEMPROBE_LOCAL_PROMPT_CACHE", "0")
+    monkeypatch.setenv("MEMPROBE_LOCAL_DRAFT", "fast")
+    spec = parse_spec("local")
+    assert spec.concurrency == 1  # one request per slot
+    assert serving_for(spec, "1.5b") == Serving(1, False, "fast")
+    own = ModelSpec(backend="local", model="1.5b", slots=2, prompt_cache=True, draft="none")
+    assert serving_for(own, "1.5b") == Serving(2, True, None)
+    assert own.concurrency == 2
+
+
+def test_bad_serving_settings_are_refused_with_the_setting_named(monkeypatch: pytest.MonkeyPatch,
+                                                                 tmp_path: Path) -> None:
+    monkeypatch.setenv("MEMPROBE_LOCAL_SLOTS", "many")
+    with pytest.raises(ConfigError, match="MEMPROBE_LOCAL_SLOTS"):
+        parse_spec("local")
+    monkeypatch.delenv("MEMPROBE_LOCAL_SLOTS")
+    monkeypatch.setenv("MEMPROBE_LOCAL_PROMPT_CACHE", "maybe")
+    with pytest.raises(ConfigError, match="MEMPROBE_LOCAL_PROMPT_CACHE"):
+        serving_for(parse_spec("local"), "1.5b")
+    monkeypatch.delenv("MEMPROBE_LOCAL_PROMPT_CACHE")
+    with pytest.raises(ConfigError, match="cannot draft for itself"):
+        serving_for(ModelSpec(backend="local", model="fast", draft="0.5b"), "fast")
+    config = tmp_path / "models.toml"
+    config.write_text('[models.slot_filler]\nbackend = "openai"\nmodel = "gpt-4o-mini"\nslots = 2\n')
+    with pytest.raises(ConfigError, match=r"embedded model \(local specs\) only"):
+        load_llm_config(config, {}, [])
+
+
+def test_a_resume_may_change_pacing_but_not_what_is_asked() -> None:
+    def config(**spec: object) -> dict[str, object]:
+        made: dict[str, object] = {"suite": "recovery", "max_turns": 3, "models": {"models": {
+            "default": {"backend": "local", "model": "1.5b", "concurrency": 1, **spec}}}}
+        made["fingerprint"] = fingerprint(made)
+        return made
+    before = config()
+    assert can_resume(before, config(concurrency=4, slots=4, draft="fast", timeout_s=60.0))
+    assert not can_resume(before, config(model="fast"))
+    assert not can_resume(before, {**config(), "max_turns": 5, "fingerprint": "other"})
