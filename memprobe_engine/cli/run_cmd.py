@@ -13,6 +13,10 @@ from rich.console import Console
 from memprobe_engine.cli.model_flags import role_specs
 from memprobe_engine.errors import ConfigError
 
+#: Units at once by default: enough to keep the embedded server's 4 slots busy in the quick run (two
+#: systems, each with a simulator and a preference judge in flight), measured in bench/quick_run.py.
+DEFAULT_RUN_CONCURRENCY = 4
+
 console = Console(highlight=False, stderr=True)
 
 
@@ -58,7 +62,10 @@ def run(
     model: Annotated[Optional[list[str]], typer.Option(help="ROLE=SPEC (repeatable), e.g. default=local:fast, "
                                                        "slot_filler=openai:gpt-4o-mini.")] = None,
     config: Annotated[Optional[Path], typer.Option(help="TOML config with \\[models].")] = None,
-    concurrency: Annotated[int, typer.Option(help="Units (user × system) run at once.")] = 1,
+    concurrency: Annotated[int, typer.Option(help="Units (user × system, or episode × system) run at once, and "
+                                             "dimensions scored at once per unit. Each model is further paced by "
+                                             "its spec's concurrency (the embedded model: one request per slot).")
+                           ] = DEFAULT_RUN_CONCURRENCY,
     shard: Annotated[str, typer.Option(help="Run shard I of N (writes DIR.shard-I-of-N; join with memprobe merge).")]
     = "0/1",
     seed: Annotated[int, typer.Option(help="Run seed (sampling seeds, memory ids).")] = 0,

@@ -16,6 +16,8 @@ exclusion policy (:mod:`.policy`) and never counts against metric A.
 
 from __future__ import annotations
 
+import asyncio
+
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -110,12 +112,21 @@ async def run_episode(*, chat: Any, recorder: Recorder, system: MemorySystem, us
                 return _abort(recorder, episode, turn, "the agent call returned no text")
             recorder.emit(Message(role="assistant", content=reply.text, task_index=task_index, turn=turn))
             episode.history.append(("assistant", reply.text))
-            if settings.preference_judge and preferences:
-                await _judge_preferences(chat, recorder, preferences, task.task, reply.text, task_index, turn,
-                                         judge_params)
-
-            sim = await chat.chat("simulator", prompts.simulator_messages(user, task.task, episode.history),
-                                  params=sim_params, schema=SimulatorReply)
+            # The preference judge reads only this reply, and the simulator never sees its verdict, so
+            # the two calls run side by side (on two of the embedded server's slots).
+            judging = asyncio.ensure_future(_judge_preferences(
+                chat, recorder, preferences, task.task, reply.text, task_index, turn, judge_params)) \
+                if settings.preference_judge and preferences else None
+            try:
+                sim = await chat.chat("simulator", prompts.simulator_messages(user, task.task, episode.history),
+                                      params=sim_params, schema=SimulatorReply)
+            except BaseException:
+                if judging is not None:
+                    judging.cancel()
+                    await asyncio.gather(judging, return_exceptions=True)
+                raise
+            if judging is not None:
+                await judging
             clock.advance(minutes=2)
             episode.turns = turn
             if sim.parsed is None:

@@ -1,0 +1,173 @@
+"""The README's quick run as a benchmark: switched off vs as shipped, on the embedded model.
+
+    python bench/quick_run.py [--keep DIR] [--only off|shipped] [--no-ceiling]
+
+Runs ``make demo``'s run command (its arguments come from ``make -s quick-args``, so the two cannot
+drift apart) twice, each as a child process with no persistent response cache:
+
+- **off**: one slot, llama.cpp's prompt cache off, no draft model, one unit at a time
+  (``MEMPROBE_LOCAL_SLOTS=1 MEMPROBE_LOCAL_PROMPT_CACHE=0 MEMPROBE_LOCAL_DRAFT=none --concurrency 1``);
+- **shipped**: the defaults, exactly as ``make demo`` runs.
+
+For each it prints the wall time, the calls by role (both runs must do the same protocol work; a
+difference is printed), prompt tokens evaluated vs served from the server's prefix cache, generated
+tokens, aggregate tokens per second, and at the end the speed-up. A reference line gives raw llama.cpp
+single-stream throughput on the same model (one request, the server's own timings), the ceiling a
+strictly sequential pipeline could reach.
+
+Takes 10–20 minutes on an idle 2-core machine; run it on a quiet machine, its figures are wall times.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from memprobe_engine.events.reader import open_recording  # noqa: E402
+
+MEMPROBE = Path(sys.executable).with_name("memprobe")
+OFF_ENV = {"MEMPROBE_LOCAL_SLOTS": "1", "MEMPROBE_LOCAL_PROMPT_CACHE": "0", "MEMPROBE_LOCAL_DRAFT": "none"}
+SERVING_ENV = (*OFF_ENV, "MEMPROBE_LOCAL_THREADS")
+
+
+@dataclass
+class RunFigures:
+    """What one run of the quick job cost, read back from its recording."""
+
+    name: str
+    wall_s: float
+    calls_by_role: Counter[str] = field(default_factory=Counter)
+    prompt_tokens: int = 0
+    cached_prompt_tokens: int = 0
+    completion_tokens: int = 0
+    call_seconds: float = 0.0
+    status: str | None = None
+
+    @property
+    def evaluated(self) -> int:
+        return self.prompt_tokens - self.cached_prompt_tokens
+
+    def lines(self) -> list[str]:
+        calls = sum(self.calls_by_role.values())
+        return [
+            f"{self.name}: {self.wall_s:.0f} s wall, run_end {self.status}",
+            f"  calls {calls} ({', '.join(f'{role} {n}' for role, n in sorted(self.calls_by_role.items()))})",
+            f"  prompt tokens {self.prompt_tokens:,}: evaluated {self.evaluated:,}, served from the prefix cache "
+            f"{self.cached_prompt_tokens:,} ({self.cached_prompt_tokens / max(1, self.prompt_tokens):.0%})",
+            f"  generated tokens {self.completion_tokens:,}",
+            f"  aggregate: {(self.evaluated + self.completion_tokens) / self.wall_s:.1f} tok/s processed "
+            f"({self.evaluated / self.wall_s:.1f} prompt + {self.completion_tokens / self.wall_s:.1f} generated), "
+            f"sum of call latencies {self.call_seconds:.0f} s = {self.call_seconds / self.wall_s:.1f}× the wall",
+        ]
+
+
+def quick_args() -> list[str]:
+    """``make demo``'s run arguments, from the Makefile itself."""
+    out = subprocess.run(["make", "-s", "--no-print-directory", "quick-args"], cwd=ROOT, check=True,
+                         capture_output=True, text=True).stdout
+    return shlex.split(out.strip())
+
+
+def run_quick(name: str, record: Path, extra_env: dict[str, str], extra_args: list[str]) -> RunFigures:
+    env = {key: value for key, value in os.environ.items() if key not in SERVING_ENV}
+    env.update(extra_env)
+    command = [str(MEMPROBE), "run", "--record", str(record), *quick_args(), "--no-cache", *extra_args]
+    print(f"[{name}] {' '.join(f'{k}={v}' for k, v in extra_env.items())} {shlex.join(command[1:])}", flush=True)
+    started = time.monotonic()
+    done = subprocess.run(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    wall = time.monotonic() - started
+    if done.returncode != 0:
+        raise SystemExit(f"[{name}] memprobe run failed (exit {done.returncode}):\n{done.stderr[-2000:]}")
+    return read_figures(name, record, wall)
+
+
+def read_figures(name: str, record: Path, wall: float) -> RunFigures:
+    figures = RunFigures(name=name, wall_s=wall)
+    with open_recording(record) as reader:
+        for _, data in reader.iter_dicts(["llm_call", "run_end"]):
+            if data["kind"] == "run_end":
+                figures.status = str(data.get("status"))
+                continue
+            if data.get("cache_hit") is True:
+                continue  # shared with an identical request in flight: not protocol work of its own
+            figures.calls_by_role[str(data.get("role"))] += 1
+            usage = data.get("usage") or {}
+            figures.prompt_tokens += int(usage.get("prompt_tokens", 0))
+            figures.cached_prompt_tokens += int(usage.get("cached_prompt_tokens", 0))
+            figures.completion_tokens += int(usage.get("completion_tokens", 0))
+            figures.call_seconds += float(data.get("latency_s", 0.0))
+    return figures
+
+
+async def ceiling(tier: str) -> str:
+    """Raw single-stream throughput of the embedded server, from llama.cpp's own timings."""
+    from memprobe_engine.llm.backends.local import LocalBackend
+    from memprobe_engine.llm.spec import ModelSpec
+    from memprobe_engine.llm.types import ChatMessage, ChatRequest, SamplingParams
+
+    backend = LocalBackend(ModelSpec(backend="local", model=tier, slots=1, prompt_cache=False, draft="none"))
+    try:
+        before = await backend.counters()
+        text = " ".join(f"Note {i}: the user mentioned item {i} while planning a trip." for i in range(40))
+        request = ChatRequest(model=tier, messages=(ChatMessage(role="user", content=text + "\nSummarize the notes."),),
+                              params=SamplingParams(temperature=0.0, max_tokens=96))
+        await backend.complete(request)
+        after = await backend.counters()
+    finally:
+        await backend.aclose()
+    prompt = (after.prompt_tokens - before.prompt_tokens) / max(1e-9, after.prompt_seconds - before.prompt_seconds)
+    gen = (after.predicted_tokens - before.predicted_tokens) / max(1e-9,
+                                                                 after.predicted_seconds - before.predicted_seconds)
+    return (f"ceiling (raw llama.cpp, local:{tier}, one stream): {prompt:.1f} prompt tok/s, {gen:.1f} generated tok/s "
+            f"({after.prompt_tokens - before.prompt_tokens} + {after.predicted_tokens - before.predicted_tokens} tokens)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--keep", type=Path, help="write the two recordings here (default: a temporary folder)")
+    parser.add_argument("--only", choices=("off", "shipped"), help="run one configuration only")
+    parser.add_argument("--no-ceiling", action="store_true", help="skip the raw-throughput reference")
+    args = parser.parse_args()
+    work = args.keep or Path(tempfile.mkdtemp(prefix="memprobe-quick-bench-"))
+    work.mkdir(parents=True, exist_ok=True)
+    results: dict[str, RunFigures] = {}
+    try:
+        if args.only in (None, "off"):
+            shutil.rmtree(work / "off", ignore_errors=True)
+            results["off"] = run_quick("off", work / "off", OFF_ENV, ["--concurrency", "1"])
+            print("\n".join(results["off"].lines()), flush=True)
+        if args.only in (None, "shipped"):
+            shutil.rmtree(work / "shipped", ignore_errors=True)
+            results["shipped"] = run_quick("shipped", work / "shipped", {}, [])
+            print("\n".join(results["shipped"].lines()), flush=True)
+        if not args.no_ceiling:
+            print(asyncio.run(ceiling("1.5b")), flush=True)
+    finally:
+        if args.keep is None:
+            shutil.rmtree(work, ignore_errors=True)
+    if len(results) == 2:
+        off, shipped = results["off"], results["shipped"]
+        same = off.calls_by_role == shipped.calls_by_role
+        print(f"same protocol work (calls by role): {'yes' if same else 'NO'}")
+        if not same:
+            roles = sorted(set(off.calls_by_role) | set(shipped.calls_by_role))
+            print("  " + ", ".join(f"{r} {off.calls_by_role[r]}→{shipped.calls_by_role[r]}" for r in roles))
+        print(f"speed-up of shipped over off: {off.wall_s / shipped.wall_s:.2f}× "
+              f"({off.wall_s:.0f} s → {shipped.wall_s:.0f} s)")
+
+
+if __name__ == "__main__":
+    main()
