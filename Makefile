@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.memprobe-installed
 
-.PHONY: demo demo-paradigms test test-extras install bench clean
+.PHONY: demo demo-paradigms test test-extras install bench clean quick-args
 
 # The quick run: one sample user, three dimensions (preference, knowledge, episodic), nomem and
 # longctx_full, both access modes, attribution, on the embedded models (sessions/quick.toml).
@@ -35,6 +35,10 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 install: $(STAMP)
+
+# The quick run's arguments, for bench/quick_run.py (one definition for the demo and its benchmark).
+quick-args:
+	@echo $(QUICK_ARGS)
 
 demo: $(STAMP)
 	$(BIN)/memprobe doctor --tier 1.5b
