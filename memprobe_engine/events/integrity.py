@@ -11,9 +11,9 @@ reused ids, unclosed spans) and resolves every payload reference against ``paylo
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 from memprobe_engine.events.payloads import scan_payloads
 from memprobe_engine.events.reader import DamagedEvent, DamageReport, RecordingReader
@@ -22,8 +22,9 @@ from memprobe_engine.events.spans import SpanTree
 #: A recording above this many lines gets the quick check in interactive readers (no typed
 #: validation of every line); ``recording verify`` always runs the full one.
 QUICK_CHECK_ABOVE = 300_000
-_REF_DEPTH = 6
 _REF_MARK = b'_ref":"sha256:'
+#: A member ``"<key>_ref":"sha256:<digest>"`` of the object (the key and value without escapes).
+_REF_MEMBER = re.compile(rb'[{,]"[^"\\]*_ref":"(sha256:[^"\\]*)"')
 
 Progress = Callable[[int, int], None]
 
@@ -40,14 +41,13 @@ def check_recording(reader: RecordingReader, *, deep: bool = True, progress: Pro
     spans = SpanTree()
     refs: dict[str, int] = {}
     total = len(reader)
-    for line in range(total):
+    for line, raw in reader.raw_lines(range(total)):
         if line % 50_000 == 0:
             if should_stop is not None and should_stop():
                 break
             if progress is not None:
                 progress(line, total)
         try:
-            raw = reader.raw(line)
             data = reader.decode(line, raw)
             if deep:
                 reader.parse(line, data)
@@ -65,8 +65,8 @@ def check_recording(reader: RecordingReader, *, deep: bool = True, progress: Pro
                 problem = spans.end(span_id)
             if problem is not None:
                 report.bad_lines[line] = f"seq {data['seq']}: {problem}"
-        if _REF_MARK in raw:  # walk the event only when its bytes hold a reference
-            for ref in _refs(data, 0):
+        if _REF_MARK in raw:  # look for references only where the bytes hold one
+            for ref in _refs(raw):
                 refs.setdefault(ref, line)
     if not writer_alive(reader.directory):  # a live run's open spans are still being worked on
         report.unclosed_spans = spans.unclosed()
@@ -84,21 +84,14 @@ def damage_warning(name: str, report: DamageReport) -> str | None:
             f"`memprobe recording verify {name}`.")
 
 
-def _refs(value: Any, depth: int) -> Iterator[str]:
-    """Payload references anywhere in an event: string values of keys ending in ``_ref``."""
-    if depth > _REF_DEPTH:
-        return
-    if isinstance(value, dict):
-        for key, item in value.items():
-            if isinstance(item, str):
-                if isinstance(key, str) and key.endswith("_ref") and item.startswith("sha256:"):
-                    yield item
-            elif isinstance(item, (dict, list)):
-                yield from _refs(item, depth + 1)
-    elif isinstance(value, list):
-        for item in value:
-            if isinstance(item, (dict, list)):
-                yield from _refs(item, depth + 1)
+def _refs(raw: bytes) -> Iterator[str]:
+    """Payload references in an event's stored bytes: string members whose key ends in ``_ref`` and
+    whose value starts with ``sha256:``, at any depth. Read from the bytes, not the parsed event: in
+    JSON an unescaped quote after ``{`` or ``,`` always opens a key (a quote inside a string is
+    written ``\\"``), so the pattern cannot match text inside a string, and no nested walk is needed
+    (half the lines of a run hold references; walking them was most of the check's time)."""
+    for match in _REF_MEMBER.finditer(raw):
+        yield match.group(1).decode("ascii", "replace")
 
 
 def _check_payloads(reader: RecordingReader, refs: dict[str, int], report: DamageReport) -> None:

@@ -40,6 +40,10 @@ from memprobe_engine.events.upgrade import upgrade_event
 
 _CACHE_SIZE = 4096
 _SCAN_WINDOW = 16 << 20  # bytes searched per step by lines_with
+#: raw_lines reads neighbouring lines with one pread when the gap between them is at most this,
+#: and never more than _READ_MAX bytes at once (bounds the buffer held while a batch is decoded).
+_READ_GAP = 64 << 10
+_READ_MAX = 1 << 20
 
 EventDict = dict[str, Any]
 E = TypeVar("E", bound=EventBase)
@@ -144,6 +148,36 @@ class RecordingReader:
         offset, length = self.index.span(line)
         return os.pread(self._fd, length, offset)
 
+    def raw_lines(self, lines: Iterable[int]) -> Iterator[tuple[int, bytes]]:
+        """(line, stored bytes) for ascending ``lines``: what :meth:`raw` returns, but lines close to
+        each other are read with one ``pread`` (a whole-file pass costs a few hundred reads, not one
+        system call per line)."""
+        ordered = lines if isinstance(lines, (range, list)) else list(lines)
+        if not len(ordered):
+            return
+        at = np.asarray(ordered, dtype=np.int64)
+        ends = self.index.ends
+        stops: list[int] = ends[at].tolist()
+        starts: list[int] = np.where(at > 0, ends[np.maximum(at - 1, 0)], 0).tolist()
+        first, count = 0, len(stops)
+        # One buffer for the whole pass, filled in place: a fresh multi-megabyte bytes object per
+        # read would come from the heap and leave it grown (peak RSS), the lines are copied out.
+        buffer = bytearray(_READ_MAX)
+        view = memoryview(buffer)
+        while first < count:
+            last, begin, end = first + 1, starts[first], stops[first]
+            if end - begin > _READ_MAX:  # a line longer than the buffer: read on its own
+                yield ordered[first], os.pread(self._fd, end - begin, begin)
+                first = last
+                continue
+            while last < count and starts[last] - end <= _READ_GAP and stops[last] - begin <= _READ_MAX:
+                end = stops[last]
+                last += 1
+            got = os.preadv(self._fd, [view[:end - begin]], begin)
+            for k in range(first, last):
+                yield ordered[k], bytes(view[starts[k] - begin:min(stops[k] - begin, got)])
+            first = last
+
     def _damaged(self, line: int, reason: str) -> DamagedEvent:
         self.damage.bad_lines[line] = reason
         return DamagedEvent(f"{self.path}: line {line + 1} is not a valid event: {reason}.")
@@ -218,9 +252,9 @@ class RecordingReader:
                    stop: int | None = None) -> Iterator[tuple[int, EventDict]]:
         """(line, checked dict) for every intact line of ``kinds`` in order — the fast mode."""
         wanted = None if kinds is None else frozenset(kinds)
-        for line in self.candidate_lines(wanted, start, stop):
+        for line, raw in self.raw_lines(self.candidate_lines(wanted, start, stop)):
             try:
-                data = self.get_dict(line)
+                data = self.decode(line, raw)
             except DamagedEvent:
                 continue
             if wanted is None or data["kind"] in wanted:
@@ -245,9 +279,9 @@ class RecordingReader:
                    stop: int | None = None) -> Iterator[tuple[int, AnyEvent]]:
         """(line, typed event) pairs, uncached, for passes that need to know where each event is."""
         wanted = None if kinds is None else frozenset(kinds)
-        for line in self.candidate_lines(wanted, start, stop):
+        for line, raw in self.raw_lines(self.candidate_lines(wanted, start, stop)):
             try:
-                event = self.parse(line)
+                event = self.parse(line, self.decode(line, raw))
             except DamagedEvent:
                 continue
             if wanted is None or event.kind in wanted:

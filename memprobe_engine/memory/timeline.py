@@ -77,9 +77,9 @@ class StoreTimeline:
         an event is validated when a rebuild applies it.
         """
         stop = len(self.reader)
-        for line in self.reader.lines_with(_TOKENS, self._scanned, stop):
+        for line, raw in self.reader.raw_lines(self.reader.lines_with(_TOKENS, self._scanned, stop)):
             try:
-                data = self.reader.get_dict(line)
+                data = self.reader.decode(line, raw)
             except DamagedEvent:
                 self._unattributed_damage.append(line)
                 continue

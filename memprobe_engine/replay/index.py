@@ -41,7 +41,7 @@ _KEEP: dict[str, tuple[str, ...]] = {
 }
 #: Scoring kinds: validated and folded into :attr:`RunIndex.outcomes` (not kept as dicts).
 _OUTCOME_KINDS = frozenset({"slot_fill", "judge_score", "attribution_label"})
-_WINDOW_LINES = 50_000  # lines covered per step: bounds the time between progress reports and stops
+_WINDOW_LINES = 5_000  # lines per step: bounds progress and stop latency, and the parsed dicts held at once (RSS)
 
 Progress = Callable[[int, int], None]
 StopFlag = Callable[[], bool]
