@@ -286,7 +286,7 @@ class Realizer:
                     self.stats.regenerations += 1
                 messages = session_messages(plan, spec, fact, feedback)
                 kept = self.accepted.get(messages[-1].content)
-                if kept is not None and not check_session(plan, session_turns(kept.text), spec):
+                if kept is not None and not check_session(plan, session_turns(kept.text), spec, messages[-1].content):
                     # Accepted by an earlier session of this run (perhaps from another role): kept.
                     self.stats.reused += 1
                     self.recorder.emit(RealizeCheck(episode_id=spec.episode_id, session_idx=plan.index,
@@ -302,7 +302,7 @@ class Realizer:
                 self.stats.calls += 1
                 self.stats.live_calls += 0 if outcome.cache_hit else 1
                 turns = session_turns(outcome.text)
-                problems = check_session(plan, turns, spec)
+                problems = check_session(plan, turns, spec, messages[-1].content)
                 last = attempt == total - 1
                 verdict: Literal["accepted", "retry", "failed"] = (
                     "accepted" if not problems else ("failed" if last else "retry"))

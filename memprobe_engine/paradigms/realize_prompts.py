@@ -81,10 +81,10 @@ def _outline_messages(plan: SessionPlan, spec: LatentSpec, fact: str, feedback: 
         lines.append(f"The benchmark tracks {fact}.")
     if plan.kind.startswith("perturbation") and plan.brief:
         lines.append(f"Background for the writer (write it as dialogue, never copy it): {plan.brief}")
-    lines += ["", f"Write exactly these {len(turns)} turns, in this order, each 1-2 natural sentences. "
-              "Start at once with turn 1: no greetings, no small talk."]
-    lines += [f"{i}. {speaker}: {what}" for i, (speaker, what) in enumerate(turns, start=1)]
-    lines.append("Copy every quoted value exactly as written.")
+    lines += ["", f"The chat has exactly {len(turns)} turns, in this order (a plan: do not copy its wording):"]
+    lines += [f"Turn {i} ({speaker}) {what}." for i, (speaker, what) in enumerate(turns, start=1)]
+    lines += ["Write the words each person actually says, 1-2 natural sentences per turn, in the first person. "
+              "Start at once with turn 1: no greetings, no small talk. Copy every quoted value exactly as written."]
     lines += _avoid_lines(plan, spec)
     if feedback:
         lines += ["", "Your previous attempt was rejected because: " + "; ".join(feedback) + ". Fix this."]

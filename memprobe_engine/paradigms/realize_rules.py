@@ -50,6 +50,12 @@ _OWN_ASSISTANT = re.compile(r"\b(your|you're|you are|you've|you have|you use|you
 _NARRATION = re.compile(r"\bthe user('s)? (\w+ ){0,2}(says|said|asks|mentions|does|doesn't|investigates|notices|"
                         r"corrects|confirms|recalls|declines|keeps|relays|points|friend|own)\b|tool_output|\[tool|"
                         r"word for word|do not mention", re.IGNORECASE)
+#: Right before a value: the sentence states it as what something is.
+_ASSERTS = re.compile(r"\b(is|are|was|will be|stays|remains|be)\s+(\S+\s+){0,2}$", re.IGNORECASE)
+#: Example lines a prompt offers for the model to reuse (not instructions it may not copy).
+_EXAMPLE = re.compile(r"(For example:|The USER line could read:)[^\n]*")
+#: A turn sharing this many consecutive words with the prompt copied the instructions.
+COPY_WORDS = 8
 _SENTENCE_END = re.compile(r"(?<=[.!?;])\s+|\n+")
 _DOCUMENT = re.compile(r"\b(doc(ument)?s?|wiki|tracker|dashboard|spreadsheet|sheet|page|config|cache[d]?|record|"
                        r"calendar|log|listing|file|readme|ticket|board|invite|note|entry|output|report|system)\b",
@@ -135,14 +141,42 @@ def keeps(turns: Sequence[Turn], value: str) -> bool:
                for t in turns for _b, sentence in _clauses_before(t.content, value))
 
 
+def asserts_value(turn: Turn, value: str) -> bool:
+    """An assistant sentence (not a question) states ``value`` as what the fact is (``… is April
+    15``), without a negation or someone else as its subject."""
+    if turn.role != "assistant":
+        return False
+    return any(_ASSERTS.search(before[-30:]) and not _NEGATION.search(before[-40:]) and not _someone_else(before)
+               and not sentence.rstrip().endswith("?") for before, sentence in _clauses_before(turn.content, value))
+
+
+def copies_prompt(turns: Sequence[Turn], prompt: str) -> bool:
+    """A turn repeats ``COPY_WORDS`` consecutive words of the prompt (its example lines aside)."""
+    words = normalize(_EXAMPLE.sub(" ", prompt)).split()
+    grams = {tuple(words[i:i + COPY_WORDS]) for i in range(len(words) - COPY_WORDS + 1)}
+    for turn in turns:
+        said = normalize(turn.content).split()
+        if any(tuple(said[i:i + COPY_WORDS]) in grams for i in range(len(said) - COPY_WORDS + 1)):
+            return True
+    return False
+
+
 def narrates(turns: Sequence[Turn]) -> bool:
     """A turn repeats the instructions instead of speaking (``The user says…``, ``[TOOL_OUTPUT]``)."""
     return any(_NARRATION.search(t.content) for t in turns)
 
 
-def check_session(plan: SessionPlan, turns: Sequence[Turn], spec: LatentSpec) -> list[str]:
-    """Every rule this session breaks (empty: it passes)."""
+def check_session(plan: SessionPlan, turns: Sequence[Turn], spec: LatentSpec,
+                  prompt: str | None = None) -> list[str]:
+    """Every rule this session breaks (empty: it passes); ``prompt`` (the request that wrote it)
+    lets the rules see a turn that copied the instructions."""
     problems: list[str] = []
+    # The spec's own wording (mention context, wording hint) may be echoed in the first person;
+    # the instructions around it may not.
+    if prompt is not None and copies_prompt(turns, prompt.replace(plan.brief, " ") if plan.brief else prompt):
+        problems.append("a turn copies the instructions word for word; write what the people say instead")
+    if spec.domain != "agentic" and any(t.role == "tool_output" for t in turns):
+        problems.append("no TOOL: lines in this chat (only the user and the assistant speak)")
     if not MIN_TURNS <= len(turns) <= MAX_TURNS:
         problems.append(f"the session has {len(turns)} turns; write {MIN_TURNS} to 4")
     if any(not t.content.strip() for t in turns):
@@ -176,6 +210,8 @@ def _kind_rules(plan: SessionPlan, turns: Sequence[Turn], spec: LatentSpec) -> l
         problems.append("write what the people say; do not repeat the instructions (no \"the user says\", "
                         "no [TOOL_OUTPUT])")
     # Decoy and confusable fillers must never imply that the user's value changed (App. E.1).
+    if plan.kind in ("decoy_nonupdate", "confusable") and any(asserts_value(t, plan.other) for t in turns):
+        problems.append(f'the assistant must not state "{plan.other}" as the value; it is not the user\'s')
     if plan.kind == "decoy_nonupdate":
         if any(claims_own(t, plan.other) for t in turns):
             problems.append(f'the user must not switch to "{plan.other}": they decline it and keep "{plan.current}"')

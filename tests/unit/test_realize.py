@@ -340,6 +340,18 @@ def test_confusable_and_decoy_fillers_never_confirm_a_change() -> None:
     assert check_session(decoy, declined, spec) == []
 
 
+def test_a_session_that_copies_its_outline_fails() -> None:
+    spec = ALL["PILOT-19C"]
+    plan = next(p for p in build_plan(spec, filler_cap=1) if p.kind == "confusable")
+    prompt = session_messages(plan, spec, readable_fact(spec, FACTS), ["retry"])[1].content
+    copied = _turns(("user", "talks about 8443 as someone else's; their own the port the database service runs on "
+                     "(v2) is not changing and is not named"), ("assistant", "My friend's Kafka uses 8443."))
+    assert any("copies the instructions" in p for p in check_session(plan, copied, spec, prompt))
+    spoken = _turns(("user", "My colleague set her Kafka broker to 8443 for her own project."),
+                    ("assistant", "That port suits her broker."))
+    assert check_session(plan, spoken, spec, prompt) == []
+
+
 def test_a_session_that_narrates_its_instructions_fails() -> None:
     spec = ALL["PILOT-19C"]
     pert = next(p for p in build_plan(spec, filler_cap=1) if p.kind == "perturbation")
@@ -354,12 +366,12 @@ def test_perturbations_and_retries_are_outlined_with_the_values() -> None:
     fact = readable_fact(spec, FACTS)
     pert = next(p for p in build_plan(spec, filler_cap=1) if p.kind == "perturbation")
     prompt = session_messages(pert, spec, fact, [])[1].content
-    assert '1. ASSISTANT: gives a reminder that wrongly says' in prompt and '"April 15"' in prompt
-    assert '2. USER: corrects it: it is still "March 28"' in prompt
+    assert 'Turn 1 (ASSISTANT) gives a reminder that wrongly says' in prompt and '"April 15"' in prompt
+    assert 'Turn 2 (USER) corrects it: it is still "March 28"' in prompt
     encoding = build_plan(spec, filler_cap=1)[0]
     first = session_messages(encoding, spec, fact, [])[1].content
     retry = session_messages(encoding, spec, fact, ['"March 28" must appear word for word'])[1].content
-    assert "1. USER:" not in first and '1. USER: asks for help with this' in retry and "previous attempt" in retry
+    assert "Turn 1" not in first and 'Turn 1 (USER) asks for help with this' in retry and "previous attempt" in retry
 
 
 def test_session_turns_trims_extra_turns_and_a_cut_off_last_turn() -> None:
