@@ -44,6 +44,7 @@ from memprobe_engine.llm.cache import ResponseStore
 from memprobe_engine.llm.config import LLMConfig
 from memprobe_engine.llm.hashing import current_role, request_hash
 from memprobe_engine.llm.spec import ModelSpec, parse_spec
+from memprobe_engine.llm.stream_scrub import StreamScrubber
 from memprobe_engine.llm.structured import (StructuredOutputError, parse_structured, parse_with_json_schema,
                                             repair_messages, response_schema)
 from memprobe_engine.llm.types import (ChatBackend, ChatMessage, ChatRequest, ChatResult, SamplingParams,
@@ -374,19 +375,26 @@ class ChatClient:
         attempt = 0
         async with call.semaphore:
             while True:
+                # A key the server echoes may be split between pieces: the scrubber holds back an
+                # end that could still be the start of one and scrubs it with the next piece.
+                scrubber = StreamScrubber(self.scrub, self.secret_values())
                 try:
                     async with _closing(call.backend.stream(request)) as source:
                         while True:
                             token = current_role.set(call.role)
+                            ended = False
                             try:
                                 piece = await anext(source)
                             except StopAsyncIteration:
-                                return
+                                ended = True
                             finally:
                                 current_role.reset(token)
-                            piece = self.scrub(piece)
-                            pieces.append(piece)
-                            yield piece
+                            piece = scrubber.flush() if ended else scrubber.feed(piece)
+                            if piece:
+                                pieces.append(piece)
+                                yield piece
+                            if ended:
+                                return
                 except TransientBackendError as err:
                     if pieces:
                         raise LLMError(f"{self.scrub(str(err))}: the stream broke after {len(pieces)} pieces "
