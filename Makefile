@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.memprobe-installed
 
-.PHONY: demo demo-paradigms test test-extras install bench clean quick-args
+.PHONY: demo demo-paradigms test test-extras install install-cognee bench clean quick-args
 
 # The quick run: one sample user, three dimensions (preference, knowledge, episodic), nomem and
 # longctx_full, both access modes, attribution, on the embedded models (sessions/quick.toml).
@@ -55,12 +55,21 @@ demo-paradigms: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
 
-# The third-party memory libraries (mem0ai, graphiti-core, langmem) and, for each, a protocol-A mini
-# session (SIGKILL + resume) and a protocol-B sample episode on the embedded model. Slow: see README.
+# The third-party memory libraries (mem0ai, graphiti-core, langmem in this venv; cognee in its own,
+# .venv-cognee, since its pins conflict with ours) and, for each, a protocol-A mini session
+# (SIGKILL + resume) and a protocol-B sample episode on the embedded model. Slow: see README.
 EXTRAS := mem0ai,graphiti,langmem
-test-extras: $(STAMP)
+COGNEE_VENV ?= .venv-cognee
+test-extras: $(STAMP) install-cognee
 	$(BIN)/python -m pip install --quiet -e ".[local,dev,$(EXTRAS)]"
+	$(BIN)/python -m pytest -q tests/unit/test_cognee_worker.py
 	$(BIN)/python -m pytest -q -m extras tests/functional/test_library_adapters.py
+
+# cognee's own environment (about 1.6 GB); `memprobe systems install cognee` does the same.
+install-cognee: $(COGNEE_VENV)/.memprobe-cognee
+$(COGNEE_VENV)/.memprobe-cognee: memprobe_engine/memory/adapters/cognee.py | $(STAMP)
+	MEMPROBE_COGNEE_VENV=$(COGNEE_VENV) $(BIN)/memprobe systems install cognee
+	touch $@
 
 bench: $(STAMP)
 	$(BIN)/python bench/recording.py

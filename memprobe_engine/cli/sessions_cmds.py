@@ -1,7 +1,8 @@
-"""``memprobe sessions validate`` and ``memprobe systems list``."""
+"""``memprobe sessions validate``, ``memprobe systems list`` and ``memprobe systems install``."""
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated
@@ -47,3 +48,24 @@ def list_systems() -> None:
             text = f"[yellow]unavailable: {escape(row.unavailable)}[/]\n{text}"
         table.add_row(escape(row.name), row.kind, row.version or "-", text)
     console.print(table)
+
+
+@systems_app.command("install")
+def install_system(name: Annotated[str, typer.Argument(help="The library whose own environment to create: cognee.")]) -> None:
+    """Create the separate virtual environment a library adapter runs in (cognee: .venv-cognee, or
+    MEMPROBE_COGNEE_VENV), with the adapter's exact pin. The engine's own environment is not touched."""
+    from memprobe_engine.memory.adapters.cognee import COGNEE_PIN, cognee_venv, install_cognee
+
+    if name != "cognee":
+        console.print(f"[red]error[/]: only cognee runs in an environment of its own; install '{escape(name)}' "
+                      + escape(f"with its extra, e.g. pip install 'memprobe[{name}]'"))
+        raise typer.Exit(2)
+    console.print(f"installing {COGNEE_PIN} into {cognee_venv()} (about 1.6 GB, several minutes)…")
+    try:
+        version, seconds = install_cognee()
+    except (OSError, subprocess.CalledProcessError) as err:
+        console.print(f"[red]error[/]: installing {COGNEE_PIN} into {cognee_venv()} failed: {escape(str(err))}. "
+                      f"Check network access to PyPI and free disk space, then run the command again.")
+        raise typer.Exit(2) from None
+    console.print(f"[green]cognee {version}[/] ready in {cognee_venv()} ({seconds:.0f} s); "
+                  f"use it with --systems cognee")
