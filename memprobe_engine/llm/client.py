@@ -56,6 +56,9 @@ MAX_REPAIRS = 2
 INLINE_LIMIT = 200
 #: A server's Retry-After is honoured up to this many seconds.
 RETRY_AFTER_CAP_S = 120.0
+#: A refused connection: retried this many times (at most), after this many seconds.
+REFUSED_RETRIES = 1
+REFUSED_WAIT_S = 0.25
 _KEY_SHAPES = (re.compile(r"sk-[A-Za-z0-9_\-]{8,}"), re.compile(r"(?i)(bearer\s+)\S+"))
 
 BackendFactory = Callable[[ModelSpec], ChatBackend]
@@ -310,12 +313,16 @@ class ChatClient:
 
     async def _retry_or_give_up(self, call: _Call, err: TransientBackendError, attempt: int) -> int:
         """Note the failure and sleep before the next attempt, or raise LLMError when out of retries."""
-        if attempt >= call.spec.max_retries:
+        # A refused connection is retried once, quickly; timeouts and 5xx answers get the backoff.
+        limit = min(call.spec.max_retries, REFUSED_RETRIES) if err.refused else call.spec.max_retries
+        if attempt >= limit:
             hint = getattr(err, "hint", None) or ("The endpoint kept failing: try again later, or raise "
                                                   "max_retries in the role's [models.ROLE] table.")
             raise LLMError(f"{self.scrub(str(err))}. Model spec for role {call.role!r}: {call.spec.where()}; "
                            f"gave up after {attempt + 1} attempts. {hint}")
-        if err.retry_after_s is not None:
+        if err.refused:
+            wait = REFUSED_WAIT_S
+        elif err.retry_after_s is not None:
             wait = min(err.retry_after_s, RETRY_AFTER_CAP_S)
         else:
             wait = min(self._backoff_max_s, self._backoff_base_s * 2 ** attempt) * random.uniform(0.5, 1.0)

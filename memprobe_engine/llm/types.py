@@ -67,11 +67,16 @@ class ChatResult(BaseModel):
 
 
 class TransientBackendError(Exception):
-    """A failure worth retrying: HTTP 429/5xx, timeout, dropped connection."""
+    """A failure worth retrying: HTTP 429/5xx, timeout, dropped connection.
 
-    def __init__(self, message: str, *, retry_after_s: float | None = None) -> None:
+    ``refused`` marks a connection the host refused (nothing listens on that port): retried once,
+    quickly, since waiting rarely brings a server up, so a wrong URL fails in about a second rather
+    than after the full backoff that timeouts and 5xx answers keep."""
+
+    def __init__(self, message: str, *, retry_after_s: float | None = None, refused: bool = False) -> None:
         super().__init__(message)
         self.retry_after_s = retry_after_s
+        self.refused = refused
 
 
 @runtime_checkable

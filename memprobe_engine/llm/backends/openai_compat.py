@@ -9,6 +9,7 @@ The API key never appears in a message: it is scrubbed from everything the SDK r
 
 from __future__ import annotations
 
+import errno
 import ipaddress
 import os
 from collections.abc import AsyncIterator, Mapping
@@ -199,7 +200,9 @@ class OpenAICompatBackend:
             return TransientBackendError(f"{url} did not answer in time ({detail})")
         if isinstance(err, openai.APIConnectionError):
             cause = self._scrub(str(err.__cause__ or err))
-            return EndpointUnreachable(f"cannot reach {url} ({cause})")
+            refused = _refused(err)
+            return EndpointUnreachable(f"cannot reach {url} ({'connection refused' if refused else cause})",
+                                       refused=refused)
         if isinstance(err, openai.AuthenticationError) or isinstance(err, openai.PermissionDeniedError):
             status = getattr(err, "status_code", 401)
             if self._api_key == LOOPBACK_DUMMY_KEY:
@@ -228,6 +231,20 @@ class OpenAICompatBackend:
         if isinstance(err, (LLMError, TransientBackendError)):
             return err
         return LLMError(f"request to {url} failed unexpectedly: {detail}")
+
+
+def _refused(err: BaseException) -> bool:
+    """Whether the connection was refused (ECONNREFUSED somewhere in the cause chain: the SDK wraps
+    httpx's ConnectError, which wraps the socket's ConnectionRefusedError)."""
+    seen: BaseException | None = err
+    for _ in range(10):  # a bounded walk: chains are short, and may loop
+        if seen is None:
+            return False
+        if isinstance(seen, ConnectionRefusedError) or (isinstance(seen, OSError) and
+                                                        seen.errno == errno.ECONNREFUSED):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 def _describe(err: Exception) -> str:
