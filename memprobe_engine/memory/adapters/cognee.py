@@ -105,6 +105,15 @@ class Cognee(LibraryAdapter):
         if self.installed_version() is None:
             raise ConfigError(f"memory system 'cognee' cannot run: {self.unavailable_reason()}")
         super().__init__(services)
+        self._warnings: list[str] = []
+
+    async def _flush(self) -> None:
+        """The base's ingest, then what cognify reported failing, recorded here on the engine's side
+        (inside the current span) as recoverable errors."""
+        self._warnings = []
+        await super()._flush()
+        for message in self._warnings:
+            self.library_error(f"cognify: {message}")
 
     # -- hooks, on the library thread ------------------------------------------------------------
 
@@ -125,7 +134,8 @@ class Cognee(LibraryAdapter):
 
     def _lib_ingest(self, batch: list[Observation]) -> None:
         text = "\n".join(f"{m['role']}: {m['content']}" for m in conversation(batch))
-        self._request({"op": "ingest", "text": text})
+        outcome = self._request({"op": "ingest", "text": text})
+        self._warnings.extend(str(m) for m in (outcome.get("errors", []) if isinstance(outcome, dict) else []))
 
     def _lib_search(self, query: str, k: int) -> list[tuple[str, dict[str, Any], float | None]]:
         hits = self._request({"op": "search", "query": query, "k": k})
