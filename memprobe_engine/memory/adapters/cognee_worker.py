@@ -279,7 +279,23 @@ async def serve(reply: IO[str]) -> None:
         reply.flush()
 
 
+def _exit_with_parent() -> None:
+    """End this process when the engine that started it is gone (even by SIGKILL): a worker blocked
+    in a long cognify would otherwise keep retrying a proxy that no longer exists."""
+    import threading
+    import time
+
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(2)
+        os._exit(0)
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+
+
 def main() -> None:
+    _exit_with_parent()
     # This file sits beside the adapter module ``cognee.py``: the script's folder must not shadow the library.
     here = str(Path(__file__).resolve().parent)
     sys.path[:] = [entry for entry in sys.path if entry and str(Path(entry).resolve()) != here]
