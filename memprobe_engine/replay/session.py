@@ -150,8 +150,7 @@ class ReplaySession:
                 self.indexed = True
                 if first or (scanned and self.integrity is not None and not self.integrity.clean):
                     # Once the index is complete, and again when damage was found and lines came in.
-                    self.integrity = check_recording(self.reader, deep=len(self.reader) <= QUICK_CHECK_ABOVE,
-                                                     should_stop=should_stop)
+                    self.integrity = self._checked(should_stop)
             if scanned:
                 self.version += 1
             return scanned
@@ -168,10 +167,24 @@ class ReplaySession:
         """Run the whole-recording integrity check (in a worker: it reads every line once; a very
         large recording gets the quick check without typed validation). Kept for :meth:`damage`."""
         with self._pass_lock:
-            report = check_recording(self.reader, deep=len(self.reader) <= QUICK_CHECK_ABOVE)
+            report = self._checked(None)
             self.integrity = report
             self.version += 1
             return report
+
+    def _checked(self, should_stop: StopFlag | None) -> DamageReport:
+        """The integrity check; a large recording gets the quick one (seal, JSON, envelope, span
+        tree, payloads; no typed validation of every line), and then keeps the wrong-typed lines
+        that reads so far found (the index pass validates every scoring and lifecycle event), so
+        the banner names them too. Other wrong-typed lines are skipped when shown, never served,
+        and ``memprobe recording verify`` (always the full check) names every one."""
+        deep = len(self.reader) <= QUICK_CHECK_ABOVE
+        found_before = dict(self.reader.damage.bad_lines)
+        report = check_recording(self.reader, deep=deep, should_stop=should_stop)
+        if not deep:
+            for line, reason in found_before.items():
+                report.bad_lines.setdefault(line, reason)
+        return report
 
     def damage(self) -> Damage:
         bad = {**self.reader.damage.bad_lines, **self.index.bad_lines}
