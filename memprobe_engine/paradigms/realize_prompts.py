@@ -27,6 +27,7 @@ _DECLINE = {
     "work": '"Someone floated {other} in the meeting, but we decided against it: {cur} stays. Anyway, ..."',
     "agentic": '"A teammate suggested {other}, but we are keeping {cur} for now. Anyway, ..."',
 }
+_OPENER = {"ASSISTANT": "Just a reminder:", "TOOL": "$"}
 REPLY_FORMAT = "Write only the dialogue, one turn per line, each starting with USER:, ASSISTANT: or TOOL:."
 _STYLE = {
     "personal": "a casual chat about daily life",
@@ -85,6 +86,10 @@ def _outline_messages(plan: SessionPlan, spec: LatentSpec, fact: str, feedback: 
     lines += [f"Turn {i} ({speaker}) {what}." for i, (speaker, what) in enumerate(turns, start=1)]
     lines += ["Write the words each person actually says, 1-2 natural sentences per turn, in the first person. "
               "Start at once with turn 1: no greetings, no small talk. Copy every quoted value exactly as written."]
+    if turns[0][0] != "USER":
+        # Small models open with the user whatever the plan says; naming the first line's start
+        # (speaker and a neutral opener, no content) is what makes them let the other speaker begin.
+        lines.append(f'Your reply must begin with "{turns[0][0]}: {_OPENER.get(turns[0][0], "")}".')
     lines += _avoid_lines(plan, spec)
     if feedback:
         lines += ["", "Your previous attempt was rejected because: " + "; ".join(feedback) + ". Fix this."]
