@@ -18,10 +18,13 @@ from memprobe_engine.errors import RecordingError
 from memprobe_engine.events.reader import RecordingReader, open_recording
 from memprobe_engine.events.recorder import Recorder
 from memprobe_engine.events.run import SpanBegin
-from memprobe_engine.events.scoring import JudgeScore
+from memprobe_engine.events.memory import Retrieval
+from memprobe_engine.events.scoring import JudgeScore, SlotFill
 from memprobe_engine.lifecycle import recorded_run
 from memprobe_engine.recovery.rescore_contract import RescoreRequest, RescoreSink
 from memprobe_engine.memory.timeline import store_at
+from memprobe_engine.recovery.case_material import DialogueTurn, retrieval_for_fill, slot_fill_read
+from memprobe_engine.recovery.outcomes import OutcomeFold
 from memprobe_engine.recovery.attribution import Stage0Cache, Stage0Verdict, attribute
 from memprobe_engine.recovery.inputs import BankEntry, PoolDimension
 from memprobe_engine.recovery.policy import ExclusionPolicy, policy_of
@@ -92,16 +95,24 @@ def recorded_cases(reader: RecordingReader) -> list[Case]:
 
 
 def gather(reader: RecordingReader, case: Case) -> CaseMaterial:
-    """Collect the case's inputs from the recording; RecordingError naming what is missing."""
+    """Collect the case's inputs from the recording; RecordingError naming what is missing.
+
+    The case is re-scored from its current attempt: the original judge score the outcomes fold
+    holds current, the slot-fill that score judged (the latest before it; a re-score's own fill
+    comes after) and the dialogue of the latest attempt. What that fill read comes from the
+    case-material query the replay inspector uses too (``recovery/case_material.py``)."""
     inputs = _unit_inputs(reader, case)
     entry_data = next((e for e in inputs["bank"] if e["dimension"] == case.dimension), None)
     if entry_data is None:
         raise RecordingError(f"{reader.directory}: {case.dimension} is not in the recorded bank of {case.user_id}.")
     entry = BankEntry.model_validate(entry_data, context={"relaxed": True})  # accepted when the run was made
     pool_data = inputs.get("pool", {}).get(case.dimension)
-    task = next((t for t in inputs["tasks"] if t["dimension"] == case.dimension), {"task": ""})
-    fill = score = retrieval = None
-    history: list[Turn] = []
+    task_index, task = next(((i, t) for i, t in enumerate(inputs["tasks"]) if t["dimension"] == case.dimension),
+                            (0, {"task": ""}))
+    fold = OutcomeFold()
+    fills: list[SlotFill] = []
+    retrievals: list[Retrieval] = []
+    dialogue: list[DialogueTurn] = []
     stage0: Stage0Verdict | None = None
     for event in reader.iter_events(kinds=["slot_fill", "judge_score", "retrieval", "message", "attribution_stage"]):
         if event.user_id != case.user_id:
@@ -113,46 +124,27 @@ def gather(reader: RecordingReader, case: Case) -> CaseMaterial:
             continue
         if event.kind == "message" and event.role in ("user", "assistant"):
             if event.turn == 0:
-                history = []  # a re-run unit replays the episode: keep the latest attempt
-            history.append((event.role, event.content))
+                dialogue = []  # a re-run unit replays the episode: keep the latest attempt
+            dialogue.append(DialogueTurn(task_index, event.turn or 0, event.role, event.content))
         elif event.kind == "retrieval":
-            # Retrievals carry no mode: the retrieve-mode one is the last before that mode's fill.
-            if event.purpose == "retrieve_mode" and case.mode == "retrieve" and fill is None:
-                retrieval = event
-        elif getattr(event, "mode", None) != case.mode:
-            continue
-        elif event.kind == "slot_fill" and fill is None:
-            fill = event
-        elif event.kind == "judge_score" and score is None:
-            score = event
+            retrievals.append(event)
+        elif isinstance(event, (SlotFill, JudgeScore)) and event.mode == case.mode:
+            fold.add(event)
+            if isinstance(event, SlotFill):
+                fills.append(event)
+    outcome = fold.cases.get((case.system, case.user_id, case.dimension, case.mode))
+    original = outcome.original if outcome is not None else None
+    fill = next((f for f in reversed(fills) if original is None or f.seq < original.seq), None)
     if fill is None:
         raise RecordingError(f"{reader.directory}: no slot-fill recorded for {case.user_id}/{case.system}/"
                              f"{case.dimension} in {case.mode} mode.")
-    store = store_at(reader, user_id=case.user_id, system=case.system, upto_seq=fill.seq)
-    if case.mode == "dump_all":
-        memory = list(store.values())
-    else:
-        ids = retrieval.item_ids if retrieval is not None else []
-        # A system may return items in a different shape from how it stores them (memt: memory text
-        # only); rebuild exactly what the slot-filler read.
-        view = _retrieved_view(case.system)
-        memory = [view(store[i]) for i in ids if i in store]
+    retrieval = retrieval_for_fill(retrievals, fill.seq) if case.mode == "retrieve" else None
+    read = slot_fill_read(lambda seq: store_at(reader, user_id=case.user_id, system=case.system, upto_seq=seq),
+                          case.system, case.mode, fill.seq, retrieval)
     return CaseMaterial(case=case, entry=entry, pool_entry=PoolDimension.model_validate(pool_data) if pool_data else None,
-                        task_text=task["task"], memory=memory, history=history,
-                        original_score_seq=score.seq if score is not None else None,
-                        original_score=score.score if score is not None else None, stage0=stage0)
-
-
-def _retrieved_view(system: str) -> Callable[[dict[str, Any]], dict[str, Any]]:
-    """The system's ``retrieved_view(item)`` when it defines one, else the stored item as it is."""
-    from memprobe_engine.errors import ConfigError
-    from memprobe_engine.memory.registry import load_system_class
-
-    try:
-        view = getattr(load_system_class(system), "retrieved_view", None)
-    except ConfigError:  # a plug-in not installed here: its items are read as stored
-        view = None
-    return view if callable(view) else dict
+                        task_text=task["task"], memory=read.memory, history=[(t.role, t.text) for t in dialogue],
+                        original_score_seq=original.seq if original is not None else None,
+                        original_score=original.score if original is not None else None, stage0=stage0)
 
 
 def _unit_inputs(reader: RecordingReader, case: Case) -> dict[str, Any]:

@@ -5,10 +5,10 @@ worker thread: it reports progress and can be stopped), then ask the functions b
 only the lines its answer needs. :meth:`ReplaySession.follow` picks up events a live run appends.
 """
 
+from memprobe_engine.recovery.case_material import EvidenceTurn
 from memprobe_engine.replay.catalog import RecordingEntry, describe_recording, headline, list_recordings
 from memprobe_engine.replay.describe import describe, detail_lines, one_line
-from memprobe_engine.replay.dimension import (DimensionDetail, EvidenceTurn, ModeDetail, Target, dimension_detail,
-                                              load_target)
+from memprobe_engine.replay.dimension import DimensionDetail, ModeDetail, Target, dimension_detail, load_target
 from memprobe_engine.replay.index import RunIndex, SpanRec, build_run_index, extend_run_index
 from memprobe_engine.replay.llm_view import LLMCallView, ResolvedMessage, llm_call_view, llm_calls_in
 from memprobe_engine.replay.memory_view import StoreRow, StoreView, item_history, store_view

@@ -1,6 +1,7 @@
 """Everything about one (user, system, dimension): the hidden target, its task, the turns that
 carried evidence, and per access mode the retrieval, slot-fill, judge score (original and re-scores)
-and attribution stages.
+and attribution stages. What the slot-filler read and the evidence turns come from the case-material
+query re-scoring uses too (``recovery/case_material.py``), so the inspector shows what a re-run reads.
 
 The hidden target is not in the recording (it is ground truth the agent never sees); it is loaded
 from the sessions tree the header names when that folder can be found from here, else the detail
@@ -9,7 +10,6 @@ says where the target can still be read (the recovery judge's prompt).
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -17,14 +17,13 @@ from typing import Any
 
 from memprobe_engine.errors import MemProbeError
 from memprobe_engine.events.scoring import JudgeScore
+from memprobe_engine.recovery.case_material import DialogueTurn, EvidenceTurn, ReadItem, SlotFillRead, slot_fill_read
+from memprobe_engine.recovery.case_material import evidence_turns as shared_evidence_turns
 from memprobe_engine.replay.index import SpanRec
 from memprobe_engine.replay.queries import EpisodeInfo, StepRef, episodes, step_events, task_text
 from memprobe_engine.replay.scores import ScorePair, score_pairs
 from memprobe_engine.replay.session import ReplaySession
 
-_WORD = re.compile(r"[a-z0-9']+")
-_STOP = frozenset("the and for with that this from have what when your you are was were but not they "
-                  "them their about into just like been will would could should there here also very".split())
 
 
 @dataclass(frozen=True)
@@ -36,17 +35,6 @@ class Target:
     category: str
     task: str | None
     source: Path
-
-
-@dataclass(frozen=True)
-class EvidenceTurn:
-    """A dialogue message that carries the evidence (quoted or paraphrased) a disclosure judge found."""
-
-    task_index: int
-    turn: int
-    role: str
-    text: str
-    overlap: float
 
 
 @dataclass
@@ -151,26 +139,13 @@ def _recorded_target(session: ReplaySession, user_id: str, dimension: str, syste
     return None
 
 
-def _words(text: str) -> set[str]:
-    return {w for w in _WORD.findall(text.lower()) if len(w) > 3 and w not in _STOP}
-
-
 def evidence_turns(session: ReplaySession, episode: EpisodeInfo, probe: str,
                    threshold: float = 0.5) -> list[EvidenceTurn]:
-    """Messages of the episode that contain ``probe`` or share most of its content words."""
-    wanted = _words(probe)
-    needle = " ".join(probe.lower().split())
-    found = []
-    for step in episode.steps:
-        for event in step_events(session, step):
-            if event.kind != "message" or event.role == "system":
-                continue
-            text = " ".join(event.content.lower().split())
-            overlap = 1.0 if needle and needle in text else (
-                len(wanted & _words(text)) / len(wanted) if wanted else 0.0)
-            if overlap >= threshold:
-                found.append(EvidenceTurn(episode.task_index, step.turn, event.role, event.content, overlap))
-    return found
+    """Messages of the episode that contain ``probe`` or share most of its content words (the
+    shared rule of ``recovery/case_material.py``)."""
+    dialogue = [DialogueTurn(episode.task_index, step.turn, event.role, event.content)
+                for step in episode.steps for event in step_events(session, step) if event.kind == "message"]
+    return shared_evidence_turns(dialogue, probe, threshold)
 
 
 def _mode_detail(session: ReplaySession, span: SpanRec, owner: frozenset[str], scanned: int,
@@ -194,12 +169,13 @@ def _mode_detail(session: ReplaySession, span: SpanRec, owner: frozenset[str], s
             detail.call_seqs.append(event.seq)
     if detail.retrieval is not None and detail.retrieval.item_ids:
         user, system = key[0], key[1]
+        # What the slot-filler read, rebuilt the way a re-score rebuilds it (recovery/case_material.py).
+        at = detail.slot_fill.seq if detail.slot_fill is not None else detail.retrieval.seq
         try:
-            store = session.store_at(user, system, detail.retrieval.seq)
+            read = slot_fill_read(lambda seq: session.store_at(user, system, seq), system, mode, at, detail.retrieval)
         except MemProbeError:
-            store = {}
-        scores = list(detail.retrieval.scores) + [None] * len(detail.retrieval.item_ids)
-        detail.retrieved = [(i, s, store.get(i)) for i, s in zip(detail.retrieval.item_ids, scores)]
+            read = SlotFillRead(mode, [ReadItem(i, None, None) for i in detail.retrieval.item_ids])
+        detail.retrieved = [(r.item_id, r.score, r.item) for r in read.items]
     return detail
 
 
