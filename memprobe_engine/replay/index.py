@@ -4,7 +4,9 @@ The reader already knows where every line starts; this pass asks it, window by w
 kinds the replay UI needs up front (span begin/end, run start/end, episode ends, preference
 judgments, footprints, slot-fills, judge scores, attribution, errors) in its fast dict mode, so lines
 of other kinds (the bulk: messages, LLM calls, memory ops) are never decoded; they are read lazily
-when a screen shows them. The span tree follows the rules of ``events/spans.py``: a reused span id
+when a screen shows them. Slot-fills, judge scores and attribution labels are validated and folded
+into :class:`~memprobe_engine.recovery.outcomes.OutcomeFold` (the report's fold) as they arrive,
+so the overview needs no second pass and keeps no dict per scoring event. The span tree follows the rules of ``events/spans.py``: a reused span id
 or a parent not opened before is filed as a bad line and never linked, so no walk can loop. The pass
 reports progress, can be stopped between windows, and can be resumed from where it stopped, which is
 how a followed live recording is kept current. It never touches the reader's event cache, so it may
