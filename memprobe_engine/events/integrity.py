@@ -15,7 +15,6 @@ import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from memprobe_engine.events.payloads import scan_payloads
 from memprobe_engine.events.reader import DamagedEvent, DamageReport, RecordingReader
 from memprobe_engine.events.spans import SpanTree
 
@@ -97,7 +96,7 @@ def _refs(raw: bytes) -> Iterator[str]:
 def _check_payloads(reader: RecordingReader, refs: dict[str, int], report: DamageReport) -> None:
     store = reader.payloads
     store.refresh()
-    index = scan_payloads(reader.directory / "payloads.jsonl")
+    index = store.index  # one scan, shared with the reads below (a second one doubled the peak)
     for number, reason in index.bad_lines.items():
         report.payload_problems[f"payloads.jsonl line {number + 1}"] = reason
     report.payload_tail_bytes = index.tail_bytes

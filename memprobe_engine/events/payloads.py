@@ -59,23 +59,29 @@ def scan_payloads(path: Path) -> PayloadIndex:
     """Index ``payloads.jsonl``: every complete line is parsed (payloads are few and deduplicated)."""
     index = PayloadIndex()
     try:
-        blob = path.read_bytes()
+        handle = open(path, "rb")
     except FileNotFoundError:
         return index
     except OSError as err:
         raise RecordingError(f"{path} cannot be read ({err.strerror}).") from None
     index.exists = True
     position = 0
-    for number, line in enumerate(blob.splitlines(keepends=True)):
-        if not line.endswith(b"\n"):
-            index.tail_bytes = len(line)
-            break
-        ref = _record_hash(line)
-        if isinstance(ref, str) and ref.startswith("sha256:"):
-            index.offsets.setdefault(ref, (position, len(line)))
-        else:
-            index.bad_lines[number] = ref if isinstance(ref, str) else "not a payload record"
-        position += len(line)
+    # Line by line, not the whole file at once: a large run's payload file read and split in one
+    # piece held it in memory twice over (peak RSS of every reader that checks payloads).
+    with handle:
+        try:
+            for number, line in enumerate(handle):
+                if not line.endswith(b"\n"):
+                    index.tail_bytes = len(line)
+                    break
+                ref = _record_hash(line)
+                if isinstance(ref, str) and ref.startswith("sha256:"):
+                    index.offsets.setdefault(ref, (position, len(line)))
+                else:
+                    index.bad_lines[number] = ref if isinstance(ref, str) else "not a payload record"
+                position += len(line)
+        except OSError as err:
+            raise RecordingError(f"{path} cannot be read ({err.strerror}).") from None
     return index
 
 

@@ -44,6 +44,7 @@ _SCAN_WINDOW = 16 << 20  # bytes searched per step by lines_with
 #: and never more than _READ_MAX bytes at once (bounds the buffer held while a batch is decoded).
 _READ_GAP = 64 << 10
 _READ_MAX = 1 << 20
+_OFFSET_CHUNK = 65_536
 
 EventDict = dict[str, Any]
 E = TypeVar("E", bound=EventBase)
@@ -153,21 +154,28 @@ class RecordingReader:
         each other are read with one ``pread`` (a whole-file pass costs a few hundred reads, not one
         system call per line)."""
         ordered = lines if isinstance(lines, (range, list)) else list(lines)
-        if not len(ordered):
-            return
-        at = np.asarray(ordered, dtype=np.int64)
-        ends = self.index.ends
-        stops: list[int] = ends[at].tolist()
-        starts: list[int] = np.where(at > 0, ends[np.maximum(at - 1, 0)], 0).tolist()
-        first, count = 0, len(stops)
         # One buffer for the whole pass, filled in place: a fresh multi-megabyte bytes object per
         # read would come from the heap and leave it grown (peak RSS), the lines are copied out.
         buffer = bytearray(_READ_MAX)
         view = memoryview(buffer)
+        ends = self.index.ends
+        # Offsets are turned into Python ints a chunk at a time (a million lines at once held two
+        # lists of a million ints).
+        for chunk in range(0, len(ordered), _OFFSET_CHUNK):
+            part = ordered[chunk:chunk + _OFFSET_CHUNK]
+            at = np.asarray(part, dtype=np.int64)
+            stops: list[int] = ends[at].tolist()
+            starts: list[int] = np.where(at > 0, ends[np.maximum(at - 1, 0)], 0).tolist()
+            yield from self._read_runs(part, starts, stops, view)
+
+    def _read_runs(self, part: Sequence[int], starts: list[int], stops: list[int],
+                   view: memoryview) -> Iterator[tuple[int, bytes]]:
+        """The lines of one chunk, neighbours read together into ``view``."""
+        first, count = 0, len(stops)
         while first < count:
             last, begin, end = first + 1, starts[first], stops[first]
             if end - begin > _READ_MAX:  # a line longer than the buffer: read on its own
-                yield ordered[first], os.pread(self._fd, end - begin, begin)
+                yield part[first], os.pread(self._fd, end - begin, begin)
                 first = last
                 continue
             while last < count and starts[last] - end <= _READ_GAP and stops[last] - begin <= _READ_MAX:
@@ -175,7 +183,7 @@ class RecordingReader:
                 last += 1
             got = os.preadv(self._fd, [view[:end - begin]], begin)
             for k in range(first, last):
-                yield ordered[k], bytes(view[starts[k] - begin:min(stops[k] - begin, got)])
+                yield part[k], bytes(view[starts[k] - begin:min(stops[k] - begin, got)])
             first = last
 
     def _damaged(self, line: int, reason: str) -> DamagedEvent:

@@ -12,12 +12,15 @@ from memprobe_engine.events.reader import open_recording
 RUN = Path(__file__).resolve().parents[1] / "fixtures" / "tui" / "run"
 
 
-@pytest.mark.parametrize(("gap", "most"), [(64 << 10, 1 << 20), (0, 1 << 20), (300, 700), (1, 1)])
+@pytest.mark.parametrize(("gap", "most", "chunk"), [(64 << 10, 1 << 20, 65_536), (0, 1 << 20, 7), (300, 700, 3),
+                                                    (1, 1, 1)])
 def test_raw_lines_match_raw_for_dense_sparse_and_oversized_batches(monkeypatch: pytest.MonkeyPatch, gap: int,
-                                                                       most: int) -> None:
-    # Tiny limits force every path: lines read together, lines on their own, lines longer than the buffer.
+                                                                       most: int, chunk: int) -> None:
+    # Tiny limits force every path: lines read together, lines on their own, lines longer than the
+    # buffer, offsets converted in several chunks.
     monkeypatch.setattr(reader_module, "_READ_GAP", gap)
     monkeypatch.setattr(reader_module, "_READ_MAX", most)
+    monkeypatch.setattr(reader_module, "_OFFSET_CHUNK", chunk)
     with open_recording(RUN) as reader:
         every = range(len(reader))
         assert list(reader.raw_lines(every)) == [(line, reader.raw(line)) for line in every]
