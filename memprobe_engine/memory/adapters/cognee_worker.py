@@ -279,6 +279,19 @@ async def serve(reply: IO[str]) -> None:
         reply.flush()
 
 
+def _no_wall_clock_retry_floor() -> None:
+    """cognee retries a structured-output call until at least 2 attempts *and* 240 s have passed.
+    Behind the proxy's response cache an identical request gets the identical answer, so the time
+    floor only waits; it is set to 0 s in place (the shared stop condition the decorators hold), the
+    attempt floor stays. cognee's own repair loop — re-asking with the validation error — is untouched."""
+    from cognee.infrastructure.llm import retry_config
+    from tenacity.stop import stop_after_delay
+
+    for condition in getattr(retry_config.llm_retry_stop_condition, "stops", ()):
+        if isinstance(condition, stop_after_delay):
+            condition.max_delay = 0
+
+
 def _exit_with_parent() -> None:
     """End this process when the engine that started it is gone (even by SIGKILL): a worker blocked
     in a long cognify would otherwise keep retrying a proxy that no longer exists."""
@@ -315,6 +328,7 @@ def main() -> None:
     # The proxy's embedding model has one size; litellm refuses the ``dimensions`` parameter for a
     # model name it does not know instead of leaving it out.
     litellm.drop_params = True
+    _no_wall_clock_retry_floor()
 
     pin_modules()
     reply.write(json.dumps({"ok": True, "result": {"ready": True, "cognee": metadata.version("cognee"),
