@@ -40,6 +40,8 @@ from types import ModuleType
 from typing import IO, Any, ClassVar
 
 _SKIP_PROPERTIES = {"embedding", "vector", "embeddings"}
+#: The model name cognee asks for: the proxy answers it with the engine's ``memory_writer`` role.
+LLM_MODEL = "openai/memory_writer"
 
 
 def configure(store: Path, base_url: str, api_key: str, dims: int, max_tokens: int) -> None:
@@ -57,7 +59,7 @@ def configure(store: Path, base_url: str, api_key: str, dims: int, max_tokens: i
         "DATA_ROOT_DIRECTORY": str(store / "data"), "SYSTEM_ROOT_DIRECTORY": str(store / "system"),
         "CACHE_ROOT_DIRECTORY": str(store / "cache"), "COGNEE_LOGS_DIR": str(store / "logs"),
         "COGNEE_REPOS_DIR": str(store / "repos"),
-        "LLM_PROVIDER": "openai", "LLM_MODEL": "openai/memory_writer", "LLM_ENDPOINT": base_url,
+        "LLM_PROVIDER": "openai", "LLM_MODEL": LLM_MODEL, "LLM_ENDPOINT": base_url,
         "LLM_API_KEY": api_key, "LLM_TEMPERATURE": "0.0", "LLM_MAX_COMPLETION_TOKENS": str(max_tokens),
         "EMBEDDING_PROVIDER": "openai", "EMBEDDING_MODEL": "openai/embeddings", "EMBEDDING_ENDPOINT": base_url,
         "EMBEDDING_API_KEY": api_key, "EMBEDDING_DIMENSIONS": str(dims),
@@ -279,6 +281,17 @@ async def serve(reply: IO[str]) -> None:
         reply.flush()
 
 
+def _declare_schema_support(litellm: Any, max_tokens: int) -> None:
+    """Tell litellm that the proxy's model enforces ``response_format`` JSON schemas (it does, on every
+    backend). cognee asks litellm's capability table; for a model it does not know, cognee falls
+    back to plain JSON mode with the schema pasted into the prompt, which a small model tends to
+    echo back instead of filling in."""
+    entry = {"litellm_provider": "openai", "mode": "chat", "supports_response_schema": True,
+             "max_input_tokens": 16384, "max_output_tokens": max_tokens,
+             "input_cost_per_token": 0.0, "output_cost_per_token": 0.0}
+    litellm.register_model({LLM_MODEL: entry, LLM_MODEL.split("/", 1)[1]: entry})
+
+
 def _no_wall_clock_retry_floor() -> None:
     """cognee retries a structured-output call until at least 2 attempts *and* 240 s have passed.
     Behind the proxy's response cache an identical request gets the identical answer, so the time
@@ -328,6 +341,7 @@ def main() -> None:
     # The proxy's embedding model has one size; litellm refuses the ``dimensions`` parameter for a
     # model name it does not know instead of leaving it out.
     litellm.drop_params = True
+    _declare_schema_support(litellm, int(os.environ.get("MEMPROBE_COGNEE_MAX_TOKENS", "1500")))
     _no_wall_clock_retry_floor()
 
     pin_modules()
