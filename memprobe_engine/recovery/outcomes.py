@@ -62,8 +62,6 @@ class Outcome:
     #: The latest original score (no ``rescore_of``), and the re-scores recorded after it.
     original: JudgeRecord | None = None
     rescores: list[JudgeRecord] = field(default_factory=list)
-    #: Every re-score of the case, whatever original it followed (the overview's "rescored" count).
-    rescore_count: int = 0
     attribution: str | None = None
 
     @property
@@ -159,7 +157,6 @@ class OutcomeFold:
             case.original, case.rescores = record, []
         else:
             case.rescores.append(record)
-            case.rescore_count += 1
         self._judge_case[event.seq] = key
 
     # -- reading -----------------------------------------------------------------------------------
