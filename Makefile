@@ -23,7 +23,7 @@ PARADIGM_RUN   := recordings/paradigms-quick-$(shell date +%Y%m%d-%H%M%S)
 PARADIGM_LIMIT ?= 2
 PARADIGM_ARGS  := --suite paradigms --sessions $(PARADIGM_SUITE) --limit $(PARADIGM_LIMIT) \
                   --systems amem,full_context,naive_rag \
-                  --config sessions/quick-paradigms.toml --concurrency 2 --ingest session --reader-max-tokens 200 \
+                  --config sessions/quick-paradigms.toml --concurrency 4 --ingest session --reader-max-tokens 200 \
                   --k 5 --session-k 3
 
 $(STAMP): pyproject.toml
