@@ -56,6 +56,11 @@ _ASSERTS = re.compile(r"\b(is|are|was|will be|stays|remains|be)\s+(\S+\s+){0,2}$
 _EXAMPLE = re.compile(r"(For example:|The USER line could read:)[^\n]*")
 #: A turn sharing this many consecutive words with the prompt copied the instructions.
 COPY_WORDS = 8
+#: The vocabulary of the instructions (third-person stage directions), not of a dialogue.
+_INSTRUCTION_WORDS = frozenset({"user", "user's", "assistant", "assistant's", "turn", "turns", "says", "mentions",
+                                "recalls", "asks", "acknowledges", "confirms", "agrees", "notes", "corrects",
+                                "apologizes", "declines", "plan", "wording", "quoted", "line", "benchmark", "writer",
+                                "tool", "talks", "named", "passing"})
 _SENTENCE_END = re.compile(r"(?<=[.!?;])\s+|\n+")
 _DOCUMENT = re.compile(r"\b(doc(ument)?s?|wiki|tracker|dashboard|spreadsheet|sheet|page|config|cache[d]?|record|"
                        r"calendar|log|listing|file|readme|ticket|board|invite|note|entry|output|report|system)\b",
@@ -151,9 +156,13 @@ def asserts_value(turn: Turn, value: str) -> bool:
 
 
 def copies_prompt(turns: Sequence[Turn], prompt: str) -> bool:
-    """A turn repeats ``COPY_WORDS`` consecutive words of the prompt (its example lines aside)."""
+    """A turn repeats ``COPY_WORDS`` consecutive words of the prompt's instructions (its example
+    lines aside) — a run that includes a word of the instructions' own vocabulary ("says",
+    "assistant", "turn"…). A first-person line that merely matches what the plan asks for ("that
+    output is stale, it is still 5432") is the plan followed, not copied."""
     words = normalize(_EXAMPLE.sub(" ", prompt)).split()
-    grams = {tuple(words[i:i + COPY_WORDS]) for i in range(len(words) - COPY_WORDS + 1)}
+    grams = {gram for gram in (tuple(words[i:i + COPY_WORDS]) for i in range(len(words) - COPY_WORDS + 1))
+             if _INSTRUCTION_WORDS.intersection(gram)}
     for turn in turns:
         said = normalize(turn.content).split()
         if any(tuple(said[i:i + COPY_WORDS]) in grams for i in range(len(said) - COPY_WORDS + 1)):
@@ -244,8 +253,10 @@ def _perturbation_rules(turns: Sequence[Turn], spec: LatentSpec) -> list[str]:
     else:
         if any(adopts(t.content, new) for t in user_turns):
             problems.append(f'the user must not adopt "{new}": it is not accepted, "{initial}" stays')
-        if condition != "direct_weak" and not any(mentions(t.content, initial) for t in user_turns):
-            problems.append(f'the user must reaffirm "{initial}"')
+        # The value that stays must be kept in a user statement ("it is still X"), not merely named
+        # or asked about: otherwise the session can read as the rumour winning.
+        if not keeps(turns, initial):
+            problems.append(f'the user must reaffirm "{initial}" in a statement (e.g. "it is still {initial}")')
     if condition == "assistant_noise" and (not turns or turns[0].role != "assistant"
                                            or not mentions(turns[0].content, new)):
         problems.append(f'the assistant must speak first and wrongly state "{new}"')

@@ -381,3 +381,16 @@ def test_session_turns_trims_extra_turns_and_a_cut_off_last_turn() -> None:
     assert [t.content for t in session_turns(cut)] == ["I moved to 3000.", "Noted, 3000."]
     two = "USER: I moved to 3000.\nASSISTANT: Noted, I will"
     assert len(session_turns(two)) == 2, "a two-turn session keeps its (checked) reply"
+
+
+def test_a_preserve_perturbation_must_keep_the_value_in_a_statement() -> None:
+    spec = ALL["PILOT-19D"]
+    pert = next(p for p in build_plan(spec, filler_cap=1) if p.kind == "perturbation")
+    prompt = session_messages(pert, spec, readable_fact(spec, FACTS), [])[1].content
+    # The shipped 19D perturbation of the first run: the rumour confirmed, the old value only asked about.
+    asked = _turns(("user", "I've heard the database service runs on port 8443. Am I correct?"),
+                   ("assistant", "Yes, that's correct."), ("user", "Is 5432 the port the database service runs on?"))
+    assert any('reaffirm "5432"' in p for p in check_session(pert, asked, spec, prompt))
+    kept = _turns(("user", "Someone posted that the database might be on 8443 now, but I'm keeping 5432: that "
+                   "post is unconfirmed."), ("assistant", "Understood, that output is stale, it is still 5432."))
+    assert check_session(pert, kept, spec, prompt) == [], "following the plan in the first person is no copy"
