@@ -107,7 +107,7 @@ async def _episodes(specs: Path, out: Path, ids: list[str] | None, overrides: li
                                filler_cap=filler_cap)
     stamp = lambda line: console.print(f"[{dt.datetime.now():%H:%M:%S}] {line}", markup=False)
     summary = await realize_suite(RealizeRequest(specs, out, ids, settings, concurrency), llm_config,
-                                  cache=ResponseCache(), progress=stamp)
+                                  cache=ResponseCache(), progress=stamp, signals=True)
     s = summary.stats
     console.print(f"{s.episodes} episode(s) written, {s.excluded_episodes} excluded, {s.skipped} already done; "
                   f"{s.sessions} sessions, {s.calls} calls ({s.live_calls} live), {s.regenerations} regenerations, "

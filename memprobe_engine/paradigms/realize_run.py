@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import orjson
 
@@ -24,12 +24,10 @@ from memprobe_engine.events.llm import LLMCall
 from memprobe_engine.events.payloads import PayloadReader
 from memprobe_engine.events.reader import open_recording
 from memprobe_engine.events.realize import RealizeCheck
-from memprobe_engine.events.recorder import Recorder
-from memprobe_engine.events.run import ErrorEvent, RunEnd, RunStart
-from memprobe_engine.events.writer import open_writer
 from memprobe_engine.llm.cache import ResponseStore
 from memprobe_engine.llm.client import BackendFactory, ChatClient
 from memprobe_engine.llm.config import LLMConfig
+from memprobe_engine.lifecycle import recorded_run
 from memprobe_engine.paradigms.realize import (
     GENERATION_DIR,
     AcceptedSession,
@@ -101,7 +99,7 @@ def _shapes_text(config: dict[str, Any]) -> dict[str, Any]:
 
 async def realize_suite(request: RealizeRequest, llm_config: LLMConfig, *, cache: ResponseStore | None = None,
                         backend_factory: BackendFactory | None = None,
-                        progress: Callable[[str], None] | None = None) -> RealizeSummary:
+                        progress: Callable[[str], None] | None = None, signals: bool = False) -> RealizeSummary:
     """Realize the chosen specs into ``request.out`` (resuming what an earlier run finished)."""
     specs_all = load_specs(request.specs_path)
     specs = select_specs(specs_all, request.episodes, request.specs_path)
@@ -124,33 +122,23 @@ async def realize_suite(request: RealizeRequest, llm_config: LLMConfig, *, cache
         responses = load_resume_state(record).responses
         accepted = accepted_sessions(record)
     run_id = "generate-episodes-" + dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-    writer = open_writer(record, None if resumed else new_header(run_id, "generate", config))
-    recorder = Recorder(writer)
-    recorder.emit(RunStart(run_id=writer.header.run_id, suite="generate-episodes", resumed=resumed,
-                           note=f"{len(specs)} spec(s) from {request.specs_path}"))
-    chat = ChatClient(llm_config, recorder=recorder, cache=RecordedResponses(responses, cache),
-                      backend_factory=backend_factory)
-    realizer = Realizer(chat, recorder, request.out, fact_types, request.settings, progress=progress,
-                        accepted=accepted,
-                        on_written=lambda: write_suite_files(request.out, specs_all, request.specs_path))
+    header = None if resumed else new_header(run_id, "generate", config)
     started = time.monotonic()
-    status: Literal["completed", "failed", "interrupted"] = "failed"
-    reason: str | None = None
-    try:
-        with recorder.span("generate episodes", "run"):
-            stats = await realizer.run(specs, concurrency=request.concurrency)
-        status = "completed"
-    except KeyboardInterrupt:
-        status, reason = "interrupted", "Ctrl-C"
-        raise
-    except BaseException as err:
-        status = "interrupted" if type(err).__name__ == "CancelledError" else "failed"
-        reason = f"{type(err).__name__}: {chat.scrub(str(err))}"
-        recorder.emit(ErrorEvent(where="realizer", error_type=type(err).__name__, message=reason))
-        raise
-    finally:
-        await chat.aclose()
-        write_suite_files(request.out, specs_all, request.specs_path)
-        recorder.emit(RunEnd(status=status, reason=reason))
-        writer.close()
+    # The one recorded-run lifecycle: open spans closed as cancelled and run_end written on any
+    # exit; with ``signals`` (the CLI), SIGTERM (e.g. from ``timeout``) stops it like Ctrl-C.
+    async with recorded_run(record, header=header, suite="generate-episodes", resumed=resumed,
+                            signals=signals) as run:
+        recorder = run.recorder
+        chat = ChatClient(llm_config, recorder=recorder, cache=RecordedResponses(responses, cache),
+                          backend_factory=backend_factory)
+        run.scrub = chat.scrub
+        realizer = Realizer(chat, recorder, request.out, fact_types, request.settings, progress=progress,
+                            accepted=accepted,
+                            on_written=lambda: write_suite_files(request.out, specs_all, request.specs_path))
+        try:
+            with recorder.span("generate episodes", "run"):
+                stats = await realizer.run(specs, concurrency=request.concurrency)
+        finally:
+            await chat.aclose()
+            write_suite_files(request.out, specs_all, request.specs_path)
     return RealizeSummary(stats=stats, wall_s=time.monotonic() - started, recording=record, resumed=resumed)

@@ -226,6 +226,9 @@ def test_resume_repeats_no_finished_call(tmp_path: Path) -> None:
     first = author(specs, bad=lambda plan, attempt: plan.kind == "decoy_nonupdate" and attempt == 0, fail_after=30)
     with pytest.raises(RuntimeError, match="simulated crash"):
         realize(tmp_path / "suite", ids, first)
+    with open_recording(tmp_path / "suite" / "_generation") as reader:
+        ends = [e.status for e in reader.iter_events(kinds=["run_end"])]
+        assert ends == ["failed"] and reader.damage.clean, "the crash closed every span and ended the run"
     answered = {(r.messages, r.params) for r in first.requests[:30]}
     second = author(specs, bad=lambda plan, attempt: plan.kind == "decoy_nonupdate" and attempt == 0)
     summary = realize(tmp_path / "suite", ids, second)
