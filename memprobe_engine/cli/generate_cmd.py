@@ -87,16 +87,18 @@ def episodes(
     concurrency: Annotated[int, typer.Option(help="Episodes realized at once.")] = 2,
     filler_cap: Annotated[Optional[int], typer.Option(help="Scale the filler plan down: at most N fillers per "
                                                       "type (see docs/paradigm-realizer.md).", min=1)] = None,
+    recheck: Annotated[bool, typer.Option(help="First take written episodes that break the current rules out of "
+                                               "episodes.jsonl, so this run redoes their failing sessions.")] = False,
 ) -> None:
     """Realize latent specs into a paradigm suite; every call is recorded, re-running resumes."""
     ids = [part.strip() for item in (episode or []) for part in item.split(",") if part.strip()] or None
     asyncio.run(_episodes(specs, out, ids, list(model or []), config, seed, attempts, strong_attempts,
-                          max_tokens, concurrency, filler_cap))
+                          max_tokens, concurrency, filler_cap, recheck))
 
 
 async def _episodes(specs: Path, out: Path, ids: list[str] | None, overrides: list[str], config: Path | None,
                     seed: int, attempts: int, strong_attempts: int, max_tokens: int, concurrency: int,
-                    filler_cap: int | None) -> None:
+                    filler_cap: int | None, recheck: bool = False) -> None:
     from memprobe_engine.llm.cache import ResponseCache
     from memprobe_engine.llm.config import load_llm_config
     from memprobe_engine.paradigms.realize import RealizeSettings
@@ -106,7 +108,7 @@ async def _episodes(specs: Path, out: Path, ids: list[str] | None, overrides: li
     settings = RealizeSettings(seed=seed, attempts=attempts, strong_attempts=strong_attempts, max_tokens=max_tokens,
                                filler_cap=filler_cap)
     stamp = lambda line: console.print(f"[{dt.datetime.now():%H:%M:%S}] {line}", markup=False)
-    summary = await realize_suite(RealizeRequest(specs, out, ids, settings, concurrency), llm_config,
+    summary = await realize_suite(RealizeRequest(specs, out, ids, settings, concurrency, recheck), llm_config,
                                   cache=ResponseCache(), progress=stamp, signals=True)
     s = summary.stats
     console.print(f"{s.episodes} episode(s) written, {s.excluded_episodes} excluded, {s.skipped} already done; "

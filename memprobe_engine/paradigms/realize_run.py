@@ -37,6 +37,7 @@ from memprobe_engine.paradigms.realize import (
     select_specs,
     write_suite_files,
 )
+from memprobe_engine.paradigms.realize_recheck import recheck_written
 from memprobe_engine.paradigms.suite import FACT_TYPES_FILE, load_fact_types, load_specs
 from memprobe_engine.runner import RecordedResponses, load_resume_state
 
@@ -48,6 +49,8 @@ class RealizeRequest:
     episodes: list[str] | None
     settings: RealizeSettings
     concurrency: int = 2
+    #: Take written episodes that break the current rules out first (see realize_recheck).
+    recheck: bool = False
 
 
 @dataclass(frozen=True)
@@ -121,6 +124,11 @@ async def realize_suite(request: RealizeRequest, llm_config: LLMConfig, *, cache
                                  f"{config['fingerprint']}). Resume with the same flags, or pass another --out.")
         responses = load_resume_state(record).responses
         accepted = accepted_sessions(record)
+    if request.recheck:
+        for failure in recheck_written(request.out, record, specs_all):
+            if progress is not None:
+                progress(f"{failure.episode_id}: redone, session {failure.session_idx} ({failure.session_type}) "
+                         f"breaks the current rules: {'; '.join(failure.problems)}")
     run_id = "generate-episodes-" + dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     header = None if resumed else new_header(run_id, "generate", config)
     started = time.monotonic()

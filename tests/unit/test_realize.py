@@ -397,3 +397,25 @@ def test_a_preserve_perturbation_must_keep_the_value_in_a_statement() -> None:
     kept = _turns(("user", "Someone posted that the database might be on 8443 now, but I'm keeping 5432: that "
                    "post is unconfirmed."), ("assistant", "Understood, that output is stale, it is still 5432."))
     assert check_session(pert, kept, spec, prompt) == [], "following the plan in the first person is no copy"
+
+
+def test_recheck_redoes_only_the_sessions_that_break_the_current_rules(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    spec = ALL["PILOT-03B"]
+    from memprobe_engine.paradigms import realize as realize_module
+    # An older, looser rule set accepts a confusable filler that implies the switch (the PILOT-01A gap).
+    monkeypatch.setattr(realize_module, "check_session", lambda *args, **kwargs: [])
+    first = author([spec], bad=lambda plan, attempt: plan.kind == "confusable")
+    realize(tmp_path / "suite", ["PILOT-03B"], first, filler_cap=1)
+    monkeypatch.undo()
+    again = author([spec])
+    request = RealizeRequest(SPECS, tmp_path / "suite", ["PILOT-03B"], RealizeSettings(filler_cap=1), recheck=True)
+    summary = asyncio.run(realize_suite(request, CONFIG, backend_factory=lambda s: again))
+    assert summary.stats.episodes == 1 and summary.stats.reused == len(build_plan(spec, filler_cap=1)) - 1
+    assert len(again.requests) == 1, "only the failing confusable is asked again (its old reply is replayed)"
+    redone = load_suite(tmp_path / "suite").episode("PILOT-03B")
+    fixed = next(s for s in redone.sessions if s.session_type == "filler_confusable")
+    assert "colleague" in fixed.dialogue[0].content
+    untouched = author([spec])
+    realize(tmp_path / "suite", ["PILOT-03B"], untouched, filler_cap=1)
+    assert untouched.requests == []
