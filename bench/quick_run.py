@@ -1,6 +1,6 @@
 """The README's quick run as a benchmark: switched off vs as shipped, on the embedded model.
 
-    python bench/quick_run.py [--keep DIR] [--only off|shipped] [--no-ceiling]
+    python bench/quick_run.py [--keep DIR] [--only off|shipped] [--reduced] [--no-ceiling] [--no-replay]
 
 Runs ``make demo``'s run command (its arguments come from ``make -s quick-args``, so the two cannot
 drift apart) twice, each as a child process with no persistent response cache:
@@ -15,7 +15,15 @@ tokens, aggregate tokens per second, and at the end the speed-up. A reference li
 single-stream throughput on the same model (one request, the server's own timings), the ceiling a
 strictly sequential pipeline could reach.
 
-Takes 10–20 minutes on an idle 2-core machine; run it on a quiet machine, its figures are wall times.
+Then it replays the shipped run (every role on ``replay:`` that recording, so a request it does not
+hold fails) and checks that the replay made no model call and that ``memprobe report`` prints the same
+tables (CSV, byte for byte) for both: batching, slots and prompt reuse leave recorded answers exact.
+
+``--reduced`` runs one dimension with a 2-turn cap instead (the same job otherwise) for a machine
+where the full switched-off run would take too long: the simulator alone reads a ~4,000-token
+persona and bank on every call, about two minutes each on two cores without the prompt cache.
+
+The full job takes about an hour switched off on an idle 2-core machine; run it on a quiet machine, its figures are wall times.
 """
 
 from __future__ import annotations
@@ -74,11 +82,15 @@ class RunFigures:
         ]
 
 
+REDUCED_ARGS = ["--dims", "reply_layout", "--max-turns", "2"]  # a later flag overrides the Makefile's
+_reduced = False
+
+
 def quick_args() -> list[str]:
-    """``make demo``'s run arguments, from the Makefile itself."""
+    """``make demo``'s run arguments, from the Makefile itself (then ``--reduced``'s overrides)."""
     out = subprocess.run(["make", "-s", "--no-print-directory", "quick-args"], cwd=ROOT, check=True,
                          capture_output=True, text=True).stdout
-    return shlex.split(out.strip())
+    return shlex.split(out.strip()) + (REDUCED_ARGS if _reduced else [])
 
 
 def run_quick(name: str, record: Path, extra_env: dict[str, str], extra_args: list[str]) -> RunFigures:
@@ -135,12 +147,43 @@ async def ceiling(tier: str) -> str:
             f"({after.prompt_tokens - before.prompt_tokens} + {after.predicted_tokens - before.predicted_tokens} tokens)")
 
 
+REPLAY_ROLES = ("default", "slot_filler", "recovery_judge", "attribution_judge")  # every role quick.toml sets
+
+
+def verify_replay(shipped: Path, work: Path) -> str:
+    """Re-run the quick job answered from ``shipped``; compare the report tables of both."""
+    record = work / "replay"
+    shutil.rmtree(record, ignore_errors=True)
+    overrides = [arg for role in REPLAY_ROLES for arg in ("--model", f"{role}=replay:{shipped}")]
+    command = [str(MEMPROBE), "run", "--record", str(record), *quick_args(), "--no-cache", *overrides]
+    done = subprocess.run(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    if done.returncode != 0:
+        return f"replay: FAILED (exit {done.returncode}): {done.stderr.strip().splitlines()[-1:]}"
+    with open_recording(record) as reader:
+        backends = Counter(str(data.get("backend")) for _, data in reader.iter_dicts(["llm_call"]))
+    tables = {}
+    for name, folder in (("shipped", shipped), ("replay", record)):
+        out = work / f"report-{name}"
+        shutil.rmtree(out, ignore_errors=True)
+        subprocess.run([str(MEMPROBE), "report", str(folder), "--csv", str(out)], cwd=ROOT, check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        tables[name] = {path.name: path.read_bytes() for path in sorted(out.glob("*.csv"))}
+    same = tables["shipped"] == tables["replay"] and bool(tables["shipped"])
+    live = sum(n for backend, n in backends.items() if backend != "replay")
+    return (f"replay of the shipped run: {sum(backends.values())} calls, {live} sent to a live model; report tables "
+            f"{'identical' if same else 'DIFFERENT'} ({len(tables['shipped'])} CSV files)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--keep", type=Path, help="write the two recordings here (default: a temporary folder)")
     parser.add_argument("--only", choices=("off", "shipped"), help="run one configuration only")
     parser.add_argument("--no-ceiling", action="store_true", help="skip the raw-throughput reference")
+    parser.add_argument("--no-replay", action="store_true", help="skip replaying the shipped run")
+    parser.add_argument("--reduced", action="store_true", help=f"append {' '.join(REDUCED_ARGS)} to the quick job")
     args = parser.parse_args()
+    global _reduced
+    _reduced = args.reduced
     work = args.keep or Path(tempfile.mkdtemp(prefix="memprobe-quick-bench-"))
     work.mkdir(parents=True, exist_ok=True)
     results: dict[str, RunFigures] = {}
@@ -153,6 +196,8 @@ def main() -> None:
             shutil.rmtree(work / "shipped", ignore_errors=True)
             results["shipped"] = run_quick("shipped", work / "shipped", {}, [])
             print("\n".join(results["shipped"].lines()), flush=True)
+            if not args.no_replay:
+                print(verify_replay(work / "shipped", work), flush=True)
         if not args.no_ceiling:
             print(asyncio.run(ceiling("1.5b")), flush=True)
     finally:
