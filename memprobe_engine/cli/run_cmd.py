@@ -14,7 +14,7 @@ from memprobe_engine.cli.model_flags import role_specs
 from memprobe_engine.errors import ConfigError
 
 #: Units at once by default: enough to keep the embedded server's 4 slots busy in the quick run (two
-#: systems, each with a simulator and a preference judge in flight), measured in bench/quick_run.py.
+#: systems, each with a simulator and a preference judge in flight); bench/quick_run.py measures it.
 DEFAULT_RUN_CONCURRENCY = 4
 
 console = Console(highlight=False, stderr=True)

@@ -31,8 +31,10 @@ BACKENDS: tuple[str, ...] = ("openai", "local", "vllm", "replay")
 #: Parallel requests per backend when a spec does not say: a remote API takes several, the embedded
 #: model as many as its server has slots (see ``local_slots_default``), a vLLM server batches many.
 DEFAULT_CONCURRENCY: dict[str, int] = {"openai": 8, "local": 1, "vllm": 16, "replay": 64}
-#: The embedded server's parallel slots when neither the spec nor ``$MEMPROBE_LOCAL_SLOTS`` says:
-#: chosen from ``bench/quick_run.py`` on a 2-core machine (README, benchmarks).
+#: The embedded server's parallel slots when neither the spec nor ``$MEMPROBE_LOCAL_SLOTS`` says: one
+#: per request the quick run keeps in flight (two units, each with a simulator and a preference judge).
+#: On two cores batched decoding showed no clear gain over one stream (noisy measurements); the win is
+#: that four prompts keep their prefixes in four slots instead of evicting each other.
 DEFAULT_LOCAL_SLOTS = 4
 SLOTS_ENV = "MEMPROBE_LOCAL_SLOTS"
 PROMPT_CACHE_ENV = "MEMPROBE_LOCAL_PROMPT_CACHE"

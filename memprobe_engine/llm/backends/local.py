@@ -88,8 +88,8 @@ DRAFT_MIN_TOKENS = 0
 def serving_for(spec: ModelSpec, tier: str) -> Serving:
     """The serving settings of a ``local`` spec: its own fields, else the environment, else defaults.
 
-    The default draft is none: on two cores the 0.5B draft did not pay for itself in
-    ``bench/quick_run.py`` (see README, benchmarks)."""
+    The default draft is none: on two cores the 0.5B draft made single-stream generation slower
+    (1.0 against 12.4 tokens/s measured on 2026-12-01; README, benchmarks)."""
     slots = spec.slots if spec.slots is not None else local_slots_default()
     prompt_cache = spec.prompt_cache if spec.prompt_cache is not None else env_flag(PROMPT_CACHE_ENV, True)
     draft_setting = spec.draft if spec.draft is not None else os.environ.get(DRAFT_ENV, "").strip() or "none"
