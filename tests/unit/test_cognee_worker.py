@@ -27,7 +27,9 @@ from memprobe_engine.memory.adapters.cognee import Cognee, WorkerError, installe
 from memprobe_engine.memory.base import MemoryServices, Observation, SimClock
 from tests.doubles import BagOfWordsEmbedder, ScriptedBackend, read_events, temp_recording
 
-pytestmark = pytest.mark.skipif(installed_cognee_version() is None, reason=Cognee.unavailable_reason())
+# Needs cognee's own venv, which `make test-extras` creates: selected there (-m extras), not by `make test`.
+pytestmark = [pytest.mark.extras,
+              pytest.mark.skipif(installed_cognee_version() is None, reason=Cognee.unavailable_reason())]
 
 GRAPH = {"summary": "facts about the user", "description": "the user's city", "nodes": [
     {"id": "user", "name": "user", "type": "Person", "description": "the user", "label": "Person"},
