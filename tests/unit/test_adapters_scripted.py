@@ -75,6 +75,7 @@ async def _run(system: str, record: Path) -> tuple[list[dict[str, Any]], list[An
     return dump, hits
 
 
+@pytest.mark.extras  # needs the library extras, which `make test-extras` installs (a fresh clone has none)
 @pytest.mark.parametrize(("system", "distribution", "text_field", "time_field"), [
     ("mem0ai", "mem0ai", "memory", "created_at"), ("langmem", "langmem", "content", "created_at")])
 async def test_library_store_and_calls_are_recorded_reproducibly(tmp_path: Path, system: str, distribution: str,
