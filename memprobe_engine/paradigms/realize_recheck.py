@@ -11,6 +11,7 @@ asked again — the realizer resumes per session, not only per episode.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,11 +36,11 @@ class RecheckFailure:
     problems: list[str]
 
 
-def _accepted_prompts(record: Path) -> dict[tuple[str, int], str]:
-    """(episode id, planned session index) → the prompt of the last accepted attempt."""
-    found: dict[tuple[str, int], str] = {}
+def accepted_calls(record: Path) -> Iterator[tuple[RealizeCheck, LLMCall, str]]:
+    """Every accepted rule check of the generation recording, with the call it accepted and that
+    call's prompt (its last message, resolved from the payloads); checks without one are skipped."""
     if not (record / "events.jsonl").exists():
-        return found
+        return
     payloads = PayloadReader(record)
     calls: dict[int, LLMCall] = {}
     with open_recording(record) as reader:
@@ -47,13 +48,17 @@ def _accepted_prompts(record: Path) -> dict[tuple[str, int], str]:
             if isinstance(event, LLMCall):
                 calls[event.seq] = event
             elif isinstance(event, RealizeCheck) and event.outcome == "accepted" and event.call_seq in calls:
-                messages = calls[event.call_seq].messages
-                last = messages[-1] if messages else None
+                call = calls[event.call_seq]
+                last = call.messages[-1] if call.messages else None
                 prompt = None if last is None else (
                     last.content if last.content is not None else payloads.get(last.content_ref or ""))
                 if isinstance(prompt, str):
-                    found[(event.episode_id, event.session_idx)] = prompt
-    return found
+                    yield event, call, prompt
+
+
+def _accepted_prompts(record: Path) -> dict[tuple[str, int], str]:
+    """(episode id, planned session index) → the prompt of the last accepted attempt."""
+    return {(check.episode_id, check.session_idx): prompt for check, _, prompt in accepted_calls(record)}
 
 
 def recheck_written(out: Path, record: Path, specs: list[LatentSpec]) -> list[RecheckFailure]:

@@ -20,10 +20,7 @@ import orjson
 
 from memprobe_engine.errors import RecordingError
 from memprobe_engine.events.header import HEADER_FILE, new_header
-from memprobe_engine.events.llm import LLMCall
-from memprobe_engine.events.payloads import PayloadReader
 from memprobe_engine.events.reader import open_recording
-from memprobe_engine.events.realize import RealizeCheck
 from memprobe_engine.llm.cache import ResponseStore
 from memprobe_engine.llm.client import BackendFactory, ChatClient
 from memprobe_engine.llm.config import LLMConfig
@@ -37,7 +34,7 @@ from memprobe_engine.paradigms.realize import (
     select_specs,
     write_suite_files,
 )
-from memprobe_engine.paradigms.realize_recheck import recheck_written
+from memprobe_engine.paradigms.realize_recheck import accepted_calls, recheck_written
 from memprobe_engine.paradigms.suite import FACT_TYPES_FILE, load_fact_types, load_specs
 from memprobe_engine.runner import RecordedResponses, load_resume_state
 
@@ -66,22 +63,8 @@ def accepted_sessions(record: Path) -> dict[str, AcceptedSession]:
 
     Lets a resumed run keep a session even when it would now ask another role first (the role
     policy changed between sessions of the run): the prompt is the same, so is the session."""
-    payloads = PayloadReader(record)
-    calls: dict[int, LLMCall] = {}
-    found: dict[str, AcceptedSession] = {}
-    with open_recording(record) as reader:
-        for event in reader.iter_events(kinds=["llm_call", "realize_check"]):
-            if isinstance(event, LLMCall):
-                calls[event.seq] = event
-            elif isinstance(event, RealizeCheck) and event.outcome == "accepted" and event.call_seq in calls:
-                call = calls[event.call_seq]
-                last = call.messages[-1] if call.messages else None
-                if last is None or call.response_text is None:
-                    continue
-                prompt = last.content if last.content is not None else payloads.get(last.content_ref or "")
-                if isinstance(prompt, str):
-                    found[prompt] = AcceptedSession(text=call.response_text, role=call.role, call_seq=call.seq)
-    return found
+    return {prompt: AcceptedSession(text=call.response_text, role=call.role, call_seq=call.seq)
+            for _, call, prompt in accepted_calls(record) if call.response_text is not None}
 
 
 def _fingerprint(config: dict[str, Any]) -> str:
