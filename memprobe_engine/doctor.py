@@ -183,8 +183,10 @@ async def _check_round_trip(tier: str, measurements: dict[str, float]) -> Doctor
         result = await backend.complete(request)
         wall_s = time.monotonic() - started
         after = await backend.counters()
-        # The same prompt again: with the prompt cache on, the server should evaluate almost none of it.
-        repeat = await backend.complete(request)
+        # The same prompt again, one token only: with the prompt cache on, the server should evaluate
+        # almost none of it (a full second answer would only add generation time to every doctor run).
+        repeat = await backend.complete(request.model_copy(update={"params": SamplingParams(temperature=0.0,
+                                                                                          max_tokens=1)}))
         serving, server = backend.serving, backend.server
         rss = _rss_mb()
     except MemProbeError as err:

@@ -142,13 +142,12 @@ def import_xllamacpp() -> ModuleType:
 
 
 def acquire_server(tier: str, n_ctx: int, *, startup_timeout_s: float, requested_by: str,
-                   serving: Serving | None = None) -> EmbeddedServer:
+                   serving: Serving) -> EmbeddedServer:
     """Return this process's server for ``tier``, starting it if needed, and count one more user.
 
     Blocking (assembly, model load): call it from a worker thread. ``requested_by`` names the
     setting that asked for ``n_ctx`` and ``serving``, for the message when a running server differs.
     """
-    serving = serving or Serving(slots=local_slots_default(), prompt_cache=True, draft=None)
     with _REGISTRY_LOCK:
         server = _SERVERS.get(tier)
         if server is None:
