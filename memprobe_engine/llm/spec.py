@@ -90,6 +90,9 @@ class ModelSpec(BaseModel):
             raise ValueError(f"base_url {self.base_url!r} must start with http:// or https://")
         if self.backend != "local" and (self.slots, self.prompt_cache, self.draft) != (None, None, None):
             raise ValueError("slots, prompt_cache and draft are settings of the embedded model (local specs) only")
+        if self.backend == "local":  # checked here so a bad setting stops a run before its recording exists
+            local_draft_tier(self.draft, self.model)
+            env_flag(PROMPT_CACHE_ENV, True)
         if self.concurrency == 0:
             default = DEFAULT_CONCURRENCY[self.backend]
             if self.backend == "local":
@@ -233,6 +236,24 @@ def local_slots_default() -> int:
         raise ConfigError(f"{SLOTS_ENV}={configured!r} is not a number of slots from 1 to 64; set it to e.g. 1 "
                           f"or 4, or unset it for the default ({DEFAULT_LOCAL_SLOTS}).")
     return int(configured)
+
+
+def local_draft_tier(spec_draft: str | None, tier: str) -> str | None:
+    """The draft tier for a local ``tier``: the spec's ``draft``, else ``$MEMPROBE_LOCAL_DRAFT``, else
+    none. Raises ConfigError naming the setting when it is not a tier, or is the tier itself."""
+    where = "the spec's draft field" if spec_draft is not None else f"${DRAFT_ENV}"
+    setting = spec_draft if spec_draft is not None else os.environ.get(DRAFT_ENV, "").strip()
+    if setting.lower() in ("", "none", "off", "0"):
+        return None
+    try:
+        draft = _local_tier(setting)
+    except ConfigError:
+        raise ConfigError(f"{where} = {setting!r} is not an embedded model tier; set it to \"fast\" (the 0.5B "
+                          f"drafting for the 1.5B) or \"none\".") from None
+    if draft == tier:
+        raise ConfigError(f"local:{tier} cannot draft for itself ({where} = {setting!r}); use \"fast\" for the "
+                          f"1.5b tier, or \"none\".")
+    return draft
 
 
 def env_flag(name: str, default: bool) -> bool:

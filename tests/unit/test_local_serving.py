@@ -99,3 +99,11 @@ def test_a_resume_may_change_pacing_but_not_what_is_asked() -> None:
     assert can_resume(before, config(concurrency=4, slots=4, draft="fast", timeout_s=60.0))
     assert not can_resume(before, config(model="fast"))
     assert not can_resume(before, {**config(), "max_turns": 5, "fingerprint": "other"})
+
+
+def test_a_bad_draft_setting_stops_at_the_spec_before_any_run_starts(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEMPROBE_LOCAL_DRAFT", "huge")
+    with pytest.raises(ConfigError, match=r"\$MEMPROBE_LOCAL_DRAFT = 'huge' is not an embedded model tier"):
+        parse_spec("local", origin="test")
+    monkeypatch.setenv("MEMPROBE_LOCAL_DRAFT", "none")
+    assert serving_for(parse_spec("local"), "1.5b").draft is None

@@ -49,7 +49,7 @@ from memprobe_engine.llm.backends.openai_compat import OpenAICompatBackend, Serv
 from memprobe_engine.llm.backends.slots import SlotRouter, prompt_text
 from memprobe_engine.llm.model_assets import INSTALL_HINT, ModelFile, ensure_model, resolve_tier
 from memprobe_engine.llm.spec import (DRAFT_ENV, PROMPT_CACHE_ENV, SLOTS_ENV, ModelSpec, env_flag,
-                                      local_slots_default)
+                                      local_draft_tier, local_slots_default)
 from memprobe_engine.llm.types import ChatRequest, ChatResult
 
 log = logging.getLogger(__name__)
@@ -92,12 +92,7 @@ def serving_for(spec: ModelSpec, tier: str) -> Serving:
     (1.0 against 12.4 tokens/s measured on 2026-12-01; README, benchmarks)."""
     slots = spec.slots if spec.slots is not None else local_slots_default()
     prompt_cache = spec.prompt_cache if spec.prompt_cache is not None else env_flag(PROMPT_CACHE_ENV, True)
-    draft_setting = spec.draft if spec.draft is not None else os.environ.get(DRAFT_ENV, "").strip() or "none"
-    draft = None if draft_setting.lower() in ("none", "off", "0", "") else resolve_tier(draft_setting).name
-    if draft is not None and draft == tier:
-        raise ConfigError(f"local:{tier} cannot draft for itself (draft = {draft_setting!r}, set by "
-                          f"{spec.where()} or ${DRAFT_ENV}); use draft = \"fast\" for the 1.5b tier, or \"none\".")
-    return Serving(slots=slots, prompt_cache=prompt_cache, draft=draft)
+    return Serving(slots=slots, prompt_cache=prompt_cache, draft=local_draft_tier(spec.draft, tier))
 
 
 @dataclass
