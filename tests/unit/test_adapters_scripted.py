@@ -1,8 +1,8 @@
-"""The mem0ai and langmem adapters over their real libraries, with a scripted model behind the proxy.
+"""The mem0ai, langmem and graphiti adapters over their real libraries, with a scripted model behind the proxy.
 
 Fast (no embedded model): the library's own code runs, its requests cross the loopback proxy as
 real HTTP, and a scripted backend answers them — a JSON object for mem0ai's extraction, a tool call
-for langmem's memory manager. Checked: the calls are recorded with the system's name and role, the
+for langmem's memory manager, graphiti's entity / fact / timestamp JSON (by the schema it sends). Checked: the calls are recorded with the system's name and role, the
 store's change is recorded as a memory op with the library's native fields, the simulated clock
 and the seeded ids reach the library (two runs with one seed give the same store), and a search
 is the library's own. Skipped when the extra is not installed.
@@ -45,7 +45,24 @@ def _tool_names(node: Any) -> list[str]:
     return []
 
 
+#: graphiti's replies, by the top-level property of the schema each of its prompts sends.
+GRAPHITI_REPLIES: dict[str, Any] = {
+    "extracted_entities": {"extracted_entities": [{"name": "User", "entity_type_id": 0},
+                                                  {"name": "Oslo", "entity_type_id": 0}]},
+    "edges": {"edges": [{"source_entity_name": "User", "target_entity_name": "Oslo", "relation_type": "LIVES_IN",
+                         "fact": FACT, "valid_at": None, "invalid_at": None}]},
+    "valid_at": {"valid_at": None, "invalid_at": None},
+    "summaries": {"summaries": []},
+    "entity_resolutions": {"entity_resolutions": []},
+    "duplicate_facts": {"duplicate_facts": [], "contradicted_facts": []},
+}
+
+
 def answer(request: ChatRequest) -> str:
+    properties = (request.response_schema or {}).get("properties") or {}
+    for key, reply in GRAPHITI_REPLIES.items():
+        if key in properties:
+            return json.dumps(reply)
     tools = _tool_names(request.response_schema)
     if "Memory" in tools:  # langmem's insert tool
         return json.dumps({"tool_calls": [{"name": "Memory", "arguments": {"content": FACT}}]})
@@ -96,3 +113,26 @@ async def test_library_store_and_calls_are_recorded_reproducibly(tmp_path: Path,
     assert [op["op"] for op in ops] == ["reset", "add"] and ops[1]["system"] == system
     assert ops[1]["patch"][0]["value"][text_field] == FACT
     assert (tmp_path / "one" / "stores" / system / "u1").is_dir()  # the library's own store, in the run folder
+
+
+@pytest.mark.extras
+async def test_graphiti_builds_its_graph_and_searches_it_with_full_text_and_capped_calls(tmp_path: Path) -> None:
+    """graphiti-core 0.31.2 on Kuzu: the adapter creates the full-text indices the library's own
+    setup leaves out (without them the first add_episode fails in edge resolution), and every call
+    asks for at most the adapter's token cap (graphiti itself asks 16,384 for edge extraction)."""
+    if not _installed("graphiti-core"):
+        pytest.skip("graphiti-core is not installed: pip install 'memprobe[graphiti]'")
+    from memprobe_engine.memory.adapters.graphiti import MAX_TOKENS
+
+    dump, hits = await _run("graphiti", tmp_path / "one")
+    again, _ = await _run("graphiti", tmp_path / "two")
+    by_type = {item["type"]: item for item in dump}
+    assert sorted(item["type"] for item in dump) == ["entity", "entity", "episode", "fact"]
+    assert by_type["fact"]["fact"] == FACT and by_type["episode"]["valid_at"].startswith("2026-01-07T09:00:00")
+    assert again == dump  # seeded ids, simulated clock: the graph replays identically
+    assert hits and hits[0].item["fact"] == FACT  # graphiti's hybrid search over the fact edges
+    calls = read_events(tmp_path / "one")
+    assert len(calls) >= 3 and all(c["system"] == "graphiti" and c["role"] == "memory_writer" for c in calls)
+    assert all(0 < c["params"]["max_tokens"] <= MAX_TOKENS for c in calls)
+    ops = read_events(tmp_path / "one", "memory_op")
+    assert [op["op"] for op in ops][:1] == ["reset"] and {op["op"] for op in ops[1:]} == {"add"}

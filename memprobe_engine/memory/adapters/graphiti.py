@@ -5,7 +5,10 @@ Configuration, all offline: the graph lives in an embedded Kuzu database in the 
 default ``OpenAIClient`` uses the Responses API, which the proxy does not serve) and the embedder
 ``OpenAIEmbedder`` at 384 dimensions, both on the recording proxy; the cross-encoder is pointed at
 the proxy too but is never asked, since the default search fuses vector and BM25 ranks without
-reranking. Telemetry is off (``GRAPHITI_TELEMETRY_ENABLED=false``).
+reranking. Telemetry is off (``GRAPHITI_TELEMETRY_ENABLED=false``). Two settings differ from
+graphiti's own: the full-text indices are created through the Kuzu driver's graph operations (the
+driver's ``build_indices_and_constraints`` is a no-op in 0.31.2, and searches fail without them), and
+every call asks for at most :data:`MAX_TOKENS` generated tokens.
 
 Ingest = ``Graphiti.add_episode`` with the buffered exchange as one message episode whose
 ``reference_time`` is the simulated clock; search = ``Graphiti.search(query, group_ids=[user])``
@@ -32,7 +35,10 @@ from memprobe_engine.memory.base import Observation
 EMBEDDING_DIMS = 384
 KUZU_BUFFER_BYTES = 256 * 1024 * 1024
 KUZU_MAX_DB_BYTES = 4 * 1024 * 1024 * 1024
-#: Cap on generated tokens per call: graphiti's default (16k) does not fit the embedded model's context.
+#: Cap on generated tokens per call. graphiti asks for up to 16,384 (its client default, and fixed for
+#: edge extraction whatever the client says); a small model that starts repeating itself inside a JSON
+#: grammar would then generate for many minutes on two CPU cores (16k tokens at ~20 tokens/s), and the
+#: truncated reply fails anyway. 1,500 leaves room for dozens of entities or facts per episode.
 MAX_TOKENS = 1500
 _PINNED = ("graphiti_core.utils.datetime_utils", "graphiti_core.nodes", "graphiti_core.edges",
            "graphiti_core.graphiti", "graphiti_core.utils.maintenance.node_operations",
@@ -81,14 +87,23 @@ class Graphiti(LibraryAdapter):
         def client() -> AsyncOpenAI:
             return AsyncOpenAI(api_key=self.api_key, base_url=self.base_url, timeout=LIBRARY_HTTP_TIMEOUT_S,
                                max_retries=0)
+        # graphiti runs independent calls together (one per edge to date or resolve, one per batch of
+        # node summaries) through semaphore_gather(max_coroutines): allow as many as the engine sends
+        # to this role's model at once (the embedded server's slots), so they are decoded together.
+        parallel = max(1, int(self.services.chat.spec_for(LIBRARY_ROLE).concurrency))
         self._graphiti = Library(
             graph_driver=driver,
-            llm_client=OpenAIGenericClient(config=llm_config, max_tokens=MAX_TOKENS, client=client()),
+            llm_client=_capped_client(OpenAIGenericClient)(config=llm_config, max_tokens=MAX_TOKENS,
+                                                           client=client()),
             embedder=OpenAIEmbedder(OpenAIEmbedderConfig(api_key=self.api_key, base_url=self.base_url,
                                                          embedding_model="embeddings", embedding_dim=EMBEDDING_DIMS),
                                     client=client()),
-            cross_encoder=OpenAIRerankerClient(config=llm_config), max_coroutines=1)
-        await self._graphiti.build_indices_and_constraints()
+            cross_encoder=OpenAIRerankerClient(config=llm_config), max_coroutines=parallel)
+        # graphiti-core 0.31.2's KuzuDriver.build_indices_and_constraints is a no-op, so the full-text
+        # indices its searches query (edge_name_and_fact, ...) never exist and the first edge
+        # resolution of add_episode fails ("Table RelatesToNode_ doesn't have an index"). The Kuzu
+        # driver's own graph operations hold the index creation that works; call that instead.
+        await driver.graph_ops.build_indices_and_constraints(driver)
 
     async def _lib_ingest(self, batch: list[Observation]) -> None:
         from graphiti_core.nodes import EpisodeType
@@ -126,6 +141,18 @@ class Graphiti(LibraryAdapter):
         from graphiti_core.helpers import get_default_group_id
 
         return str(get_default_group_id(self._graphiti.driver.provider))
+
+
+def _capped_client(base: Any) -> Any:
+    """``OpenAIGenericClient`` whose every call asks for at most :data:`MAX_TOKENS` generated tokens
+    (graphiti passes its own, larger, figure for some prompts, past the client's setting)."""
+
+    class CappedClient(base):  # type: ignore[misc]
+        async def _generate_response(self, messages: Any, response_model: Any = None, max_tokens: int = MAX_TOKENS,
+                                     *args: Any, **kwargs: Any) -> Any:
+            return await super()._generate_response(messages, response_model, min(max_tokens, MAX_TOKENS),
+                                                    *args, **kwargs)
+    return CappedClient
 
 
 def _kuzu_driver(driver_class: Any, path: Path) -> Any:
