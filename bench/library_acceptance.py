@@ -141,11 +141,23 @@ def summarize(evs: list[dict[str, Any]], system: str, state: dict[str, Any], rc:
     answered = set(state["answered"])
     resumed = [e for e in after if e.get("kind") == "llm_call"]
     ends = [e.get("status") for e in evs if e.get("kind") == "run_end"]
+    sent = [e for e in lib if not e.get("cache_hit")]
+    # Model time of the library's own calls, per session where there are sessions (protocol B): what
+    # a full episode costs is estimated from it (docs/memory-systems.md).
+    seconds = [float(e.get("latency_s") or 0.0) for e in sent]
+    session_seconds: dict[str, float] = {}
+    for e in sent:
+        if e.get("span_id") in sessions:
+            session_seconds[e["span_id"]] = session_seconds.get(e["span_id"], 0.0) + float(e.get("latency_s") or 0.0)
     return {
         "system": system, "exit": rc, "run_end": ends[-1] if ends else None, "wall_s": round(state["wall_s"], 1),
         "invocations": state["invocations"],
-        "library_llm_calls": len(lib), "library_llm_calls_sent": sum(1 for e in lib if not e.get("cache_hit")),
+        "library_llm_calls": len(lib), "library_llm_calls_sent": len(sent),
+        "library_llm_seconds": round(sum(seconds), 1), "library_llm_longest_s": round(max(seconds, default=0.0), 1),
+        "library_seconds_per_session": [round(v, 1) for v in session_seconds.values()],
         "library_prompt_tokens": sum(int((e.get("usage") or {}).get("prompt_tokens") or 0) for e in lib),
+        "library_completion_tokens": sum(int((e.get("usage") or {}).get("completion_tokens") or 0) for e in lib),
+        "library_cached_prompt_tokens": sum(int((e.get("usage") or {}).get("cached_prompt_tokens") or 0) for e in lib),
         "library_embeddings": sum(1 for e in evs if e.get("kind") == "embedding" and e.get("system") == system),
         "all_llm_calls": sum(1 for e in evs if e.get("kind") == "llm_call"),
         "memory_ops": len(ops), "sessions": len(sessions), "sessions_with_store_changes": len(per_session),
