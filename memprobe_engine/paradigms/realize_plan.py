@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import random
+import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -97,11 +98,15 @@ class SessionPlan:
 
 
 def readable_fact(spec: LatentSpec, fact_types: list[FactType]) -> str:
-    """How prompts name the fact: the fact-type registry's ``readable`` text, else the type's name."""
+    """How prompts name the fact: the fact-type registry's ``readable`` text, else the type's name.
+
+    A version tag (``"… (v2)"``, ``current_gym_v2``) only tells the registry's variants apart; the
+    models copied it into the dialogue ("the port the database service runs on (v2)"), so it is cut."""
     by_name = {f.fact_type: f for f in fact_types}
     base = str(getattr(spec, "base_fact_type", "") or "")
     entry = by_name.get(spec.fact_type) or by_name.get(base)
-    return entry.readable if entry is not None and entry.readable else spec.fact_type.replace("_", " ")
+    text = entry.readable if entry is not None and entry.readable else re.sub(r"_v\d+$", "", spec.fact_type).replace("_", " ")
+    return re.sub(r"\s*\(v\d+\)\s*$", "", text)
 
 
 def build_plan(spec: LatentSpec, *, seed: int = 0, filler_cap: int | None = None) -> list[SessionPlan]:

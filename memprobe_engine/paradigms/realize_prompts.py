@@ -13,6 +13,7 @@ turn-by-turn outline with the values written in (see :func:`session_messages`).
 from __future__ import annotations
 
 from memprobe_engine.llm.types import ChatMessage
+from memprobe_engine.paradigms.realize_leads import session_lead, turn_examples
 from memprobe_engine.paradigms.realize_plan import UPDATE, SessionPlan
 from memprobe_engine.paradigms.realize_rules import mentions
 from memprobe_engine.paradigms.suite import LatentSpec
@@ -21,13 +22,14 @@ SYSTEM = ("You write short, realistic chat sessions between a user and their AI 
           "that tests long-term memory. Follow the instructions exactly, copy every quoted value word for word, "
           "and never mention a value you were told to avoid.")
 
-# One-sentence refusals by domain (upstream gives such examples too; the wording is ours).
-_DECLINE = {
-    "personal": '"A friend keeps telling me to try {other}, but honestly I\'m sticking with {cur}. Anyway, ..."',
-    "work": '"Someone floated {other} in the meeting, but we decided against it: {cur} stays. Anyway, ..."',
-    "agentic": '"A teammate suggested {other}, but we are keeping {cur} for now. Anyway, ..."',
-}
 _OPENER = {"ASSISTANT": "Just a reminder:", "TOOL": "$"}
+#: Starts the line that gives the reply's first words (the rules do not count copying them as
+#: copying the instructions).
+LEAD_MARK = "Begin your reply with exactly:"
+#: Kinds whose first attempt is asked without lead words: the small model mostly wrote near-miss
+#: fillers right from the description (49 of 68 checks passed in the first suite run), and keeping
+#: that request unchanged lets a resumed run reuse the ones it already accepted.
+_LEAD_ON_RETRY = frozenset({"near_miss"})
 REPLY_FORMAT = "Write only the dialogue, one turn per line, each starting with USER:, ASSISTANT: or TOOL:."
 _STYLE = {
     "personal": "a casual chat about daily life",
@@ -43,7 +45,9 @@ def session_messages(plan: SessionPlan, spec: LatentSpec, fact: str, feedback: l
     already written into each line: the small models we run follow "1. ASSISTANT: … 2. USER: …"
     far more reliably than a description (they otherwise open with small talk, let the wrong
     speaker start, or drop the value). A first attempt at an encoding or filler keeps the plain
-    description, which they do follow (and which earlier runs of a suite already answered)."""
+    description. Wherever a value stands in a fixed relation (the user's own, someone else's, a
+    declined suggestion, a change), the prompt also gives the reply's first words with the value
+    in them (:func:`session_lead`), since the models most often failed by never writing it."""
     if plan.kind.startswith("perturbation") or feedback:
         return _outline_messages(plan, spec, fact, feedback)
     size = "exactly 2 turns (one USER message, one ASSISTANT reply), each 1-2 sentences"
@@ -54,6 +58,9 @@ def session_messages(plan: SessionPlan, spec: LatentSpec, fact: str, feedback: l
     lines.append("")
     lines += _instructions(plan, spec, fact)
     lines += _avoid_lines(plan, spec)
+    lead = None if plan.kind in _LEAD_ON_RETRY else session_lead(plan, spec, fact)
+    if lead is not None:
+        lines += [f"{LEAD_MARK} {lead}", "Then finish that USER line in your own words and write the ASSISTANT reply."]
     lines += ["", REPLY_FORMAT]
     return [ChatMessage(role="system", content=SYSTEM), ChatMessage(role="user", content="\n".join(lines))]
 
@@ -83,12 +90,17 @@ def _outline_messages(plan: SessionPlan, spec: LatentSpec, fact: str, feedback: 
     if plan.kind.startswith("perturbation") and plan.brief:
         lines.append(f"Background for the writer (write it as dialogue, never copy it): {plan.brief}")
     lines += ["", f"The chat has exactly {len(turns)} turns, in this order (a plan: do not copy its wording):"]
-    lines += [f"Turn {i} ({speaker}) {what}." for i, (speaker, what) in enumerate(turns, start=1)]
+    examples = turn_examples(plan, spec, fact)
+    lines += [f"Turn {i} ({speaker}) {what}." + (f' For example: "{examples[i]}"' if i in examples else "")
+              for i, (speaker, what) in enumerate(turns, start=1)]
     lines += ["Write the words each person actually says, 1-2 natural sentences per turn, in the first person. "
               "Start at once with turn 1: no greetings, no small talk. Copy every quoted value exactly as written."]
-    if turns[0][0] != "USER":
-        # Small models open with the user whatever the plan says; naming the first line's start
-        # (speaker and a neutral opener, no content) is what makes them let the other speaker begin.
+    # The first line's opening words, with the value in it: small models otherwise open with the
+    # wrong speaker or small talk, or never write the value (see realize_leads).
+    lead = session_lead(plan, spec, fact)
+    if lead is not None:
+        lines.append(f"{LEAD_MARK} {lead}")
+    elif turns[0][0] != "USER":
         lines.append(f'Your reply must begin with "{turns[0][0]}: {_OPENER.get(turns[0][0], "")}".')
     lines += _avoid_lines(plan, spec)
     if feedback:
@@ -120,9 +132,8 @@ def session_outline(plan: SessionPlan, spec: LatentSpec, fact: str) -> list[tupl
                 ("ASSISTANT", f'replies about that person\'s or thing\'s "{other}", without suggesting the user '
                               f"change anything")]
     if kind == "decoy_nonupdate":
-        example = _DECLINE.get(spec.domain, _DECLINE["work"]).format(other=other, cur=cur)
         return [("USER", f'mentions that "{other}" was suggested, and declines it in one sentence: they keep '
-                         f'"{cur}". For example: {example}'),
+                         f'"{cur}"'),
                 ("ASSISTANT", f'acknowledges that "{cur}" stays and helps with the rest')]
     if kind == "stale_reference":
         return [("USER", f'notices an old document, tracker or cached record that still shows "{other}" for '
@@ -207,11 +218,11 @@ def _instructions(plan: SessionPlan, spec: LatentSpec, fact: str) -> list[str]:
                 f"never the user's own.{extra}")]
     if kind == "confusable":
         return [f"Scenario: {plan.brief}.", (f'"{other}" must appear word for word, but it is NOT the user\'s own: '
-                f"the user's {fact} does not change.")]
+                f"{fact} does not change.")]
     if kind == "decoy_nonupdate":
         return [f"Scenario: {plan.brief}.", (f'"{other}" comes up; in one short sentence the user declines it and '
                 f'says they keep "{cur}". Then the chat moves on. Both "{other}" and "{cur}" appear word for word.'),
-                f"The USER line could read: {_DECLINE.get(spec.domain, _DECLINE['work']).format(other=other, cur=cur)}"]
+]
     if kind == "stale_reference":
         return [(f'An old document, tracker or cached record still shows "{other}" for {fact}. The user notices the '
                 f"entry is out of date but does not fix it in this chat.")]

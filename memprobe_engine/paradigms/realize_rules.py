@@ -53,7 +53,7 @@ _NARRATION = re.compile(r"\bthe user('s)? (\w+ ){0,2}(says|said|asks|mentions|do
 #: Right before a value: the sentence states it as what something is.
 _ASSERTS = re.compile(r"\b(is|are|was|will be|stays|remains|be)\s+(\S+\s+){0,2}$", re.IGNORECASE)
 #: Example lines a prompt offers for the model to reuse (not instructions it may not copy).
-_EXAMPLE = re.compile(r"(For example:|The USER line could read:)[^\n]*")
+_EXAMPLE = re.compile(r"(For example:|The USER line could read:|Begin your reply with exactly:)[^\n]*")
 #: A turn sharing this many consecutive words with the prompt copied the instructions.
 COPY_WORDS = 8
 #: The vocabulary of the instructions (third-person stage directions), not of a dialogue.
@@ -74,16 +74,27 @@ def normalize(text: str) -> str:
     return re.sub(r"\s+", " ", text).strip()
 
 
-def mentions(text: str, value: str) -> bool:
-    """Whether ``value`` appears in ``text`` as whole words (``8080`` is not found in ``18080``)."""
+def mentions(text: str, value: str, others: Sequence[str] = ()) -> bool:
+    """Whether ``value`` appears in ``text`` as whole words (``8080`` is not found in ``18080``);
+    an occurrence inside one of ``others`` (the spec's other values) is that value, not this one
+    (``weekly`` is not named by ``bi-weekly``)."""
     needle = normalize(value)
     if not needle:
         return False
-    return re.search(rf"(?<![\w]){re.escape(needle)}(?![\w])", normalize(text)) is not None
+    return re.search(rf"(?<![\w]){re.escape(needle)}(?![\w])", _hide(normalize(text), needle, others)) is not None
 
 
-def _first(turns: Sequence[Turn], value: str) -> int | None:
-    return next((i for i, t in enumerate(turns) if mentions(t.content, value)), None)
+def _hide(normalized: str, needle: str, others: Sequence[str]) -> str:
+    """``normalized`` with every occurrence of a longer value that contains ``needle`` blanked out."""
+    for other in others:
+        longer = normalize(other)
+        if longer != needle and needle in longer:
+            normalized = normalized.replace(longer, " " * len(longer))
+    return normalized
+
+
+def _first(turns: Sequence[Turn], value: str, others: Sequence[str] = ()) -> int | None:
+    return next((i for i, t in enumerate(turns) if mentions(t.content, value, others)), None)
 
 
 def _sentences(text: str) -> list[tuple[str, str]]:
@@ -91,14 +102,16 @@ def _sentences(text: str) -> list[tuple[str, str]]:
     return [(part.strip(), normalize(part)) for part in _SENTENCE_END.split(text) if part.strip()]
 
 
-def _clauses_before(text: str, value: str) -> list[tuple[str, str]]:
-    """(the normalized text before each occurrence of ``value`` in its sentence, that raw sentence)."""
+def _clauses_before(text: str, value: str, others: Sequence[str] = ()) -> list[tuple[str, str]]:
+    """(the normalized text before each occurrence of ``value`` in its sentence, that raw sentence);
+    occurrences inside a longer value of ``others`` are skipped (see :func:`mentions`)."""
     needle = normalize(value)
     found: list[tuple[str, str]] = []
     if not needle:
         return found
     for raw, sentence in _sentences(text):
-        for match in re.finditer(rf"(?<![\w]){re.escape(needle)}(?![\w])", sentence):
+        hidden = _hide(sentence, needle, others)
+        for match in re.finditer(rf"(?<![\w]){re.escape(needle)}(?![\w])", hidden):
             found.append((sentence[max(0, match.start() - 80):match.start()], raw))
     return found
 
@@ -111,20 +124,20 @@ def _someone_else(before: str) -> bool:
     return bool(other) and (not own or max(other) > max(own))
 
 
-def adopts(turn_text: str, value: str) -> bool:
+def adopts(turn_text: str, value: str, others: Sequence[str] = ()) -> bool:
     """A user turn states they adopted ``value`` (an adoption phrase right before it, not negated,
     and not said of someone else)."""
-    for before, _sentence in _clauses_before(turn_text, value):
+    for before, _sentence in _clauses_before(turn_text, value, others):
         if _ADOPT.search(before[-60:]) and not _NEGATION.search(before[-40:]) and not _someone_else(before):
             return True
     return False
 
 
-def claims_own(turn: Turn, value: str) -> bool:
+def claims_own(turn: Turn, value: str, others: Sequence[str] = ()) -> bool:
     """The turn presents ``value`` as the user's own: the user adopts it or calls it theirs (``my new
     X``, ``I just got a new X``); the assistant attributes it to the user (``your X``, ``the service
     you're setting up is X``) outside a question. Said of a third party, it is not the user's."""
-    for before, sentence in _clauses_before(turn.content, value):
+    for before, sentence in _clauses_before(turn.content, value, others):
         if _NEGATION.search(before[-40:]) or _someone_else(before):
             continue
         if turn.role == "user" and (_ADOPT.search(before[-60:]) or _OWN_USER.search(before[-40:])):
@@ -134,25 +147,27 @@ def claims_own(turn: Turn, value: str) -> bool:
     return False
 
 
-def attributed_elsewhere(turns: Sequence[Turn], value: str) -> bool:
+def attributed_elsewhere(turns: Sequence[Turn], value: str, others: Sequence[str] = ()) -> bool:
     """Some sentence naming ``value`` also names who or what it belongs to (a friend, an article,
     another project…), as a confusable session must."""
-    return any(_THIRD_PARTY.search(sentence) for t in turns for _b, sentence in _clauses_before(t.content, value))
+    return any(_THIRD_PARTY.search(sentence) for t in turns
+               for _b, sentence in _clauses_before(t.content, value, others))
 
 
-def keeps(turns: Sequence[Turn], value: str) -> bool:
+def keeps(turns: Sequence[Turn], value: str, others: Sequence[str] = ()) -> bool:
     """A user sentence (not a question) names ``value`` with a keep phrase (sticking with / still…)."""
     return any(t.role == "user" and _KEEP.search(sentence) and not sentence.rstrip().endswith("?")
-               for t in turns for _b, sentence in _clauses_before(t.content, value))
+               for t in turns for _b, sentence in _clauses_before(t.content, value, others))
 
 
-def asserts_value(turn: Turn, value: str) -> bool:
+def asserts_value(turn: Turn, value: str, others: Sequence[str] = ()) -> bool:
     """An assistant sentence (not a question) states ``value`` as what the fact is (``… is April
     15``), without a negation or someone else as its subject."""
     if turn.role != "assistant":
         return False
     return any(_ASSERTS.search(before[-30:]) and not _NEGATION.search(before[-40:]) and not _someone_else(before)
-               and not sentence.rstrip().endswith("?") for before, sentence in _clauses_before(turn.content, value))
+               and not sentence.rstrip().endswith("?")
+               for before, sentence in _clauses_before(turn.content, value, others))
 
 
 def copies_prompt(turns: Sequence[Turn], prompt: str) -> bool:
@@ -175,6 +190,12 @@ def narrates(turns: Sequence[Turn]) -> bool:
     return any(_NARRATION.search(t.content) for t in turns)
 
 
+def spec_values(spec: LatentSpec) -> tuple[str, ...]:
+    """Every value of the spec (initial, new, distractors): a value found only inside a longer one of
+    these is not a mention of it."""
+    return (spec.canonical_initial, spec.canonical_new, *spec.distractor_values)
+
+
 def check_session(plan: SessionPlan, turns: Sequence[Turn], spec: LatentSpec,
                   prompt: str | None = None) -> list[str]:
     """Every rule this session breaks (empty: it passes); ``prompt`` (the request that wrote it)
@@ -193,17 +214,18 @@ def check_session(plan: SessionPlan, turns: Sequence[Turn], spec: LatentSpec,
     if not any(t.role == "user" for t in turns):
         problems.append("the user never speaks")
     text = "\n".join(t.content for t in turns)
+    vals = spec_values(spec)
     for value in plan.must:
-        if not mentions(text, value):
+        if not mentions(text, value, vals):
             problems.append(f'"{value}" must appear word for word')
     for value in plan.forbid:
-        if mentions(text, value):
+        if mentions(text, value, vals):
             problems.append(f'"{value}" must not appear in this session')
     if not plan.distractors_ok:
         # A distractor the spec itself puts in this session's brief (e.g. a co-author's earlier
         # review date in a mention context) is planned there.
         for value in spec.distractor_values:
-            if value not in plan.must and not mentions(plan.brief, value) and mentions(text, value):
+            if value not in plan.must and not mentions(plan.brief, value) and mentions(text, value, vals):
                 problems.append(f'"{value}" must not appear in this session')
     problems += _kind_rules(plan, turns, spec)
     return problems
@@ -211,54 +233,56 @@ def check_session(plan: SessionPlan, turns: Sequence[Turn], spec: LatentSpec,
 
 def _kind_rules(plan: SessionPlan, turns: Sequence[Turn], spec: LatentSpec) -> list[str]:
     problems: list[str] = []
+    vals = spec_values(spec)
     user_turns = [t for t in turns if t.role == "user"]
     initial, new = spec.canonical_initial, spec.canonical_new
-    if plan.kind == "encoding" and not any(mentions(t.content, initial) for t in user_turns):
+    if plan.kind == "encoding" and not any(mentions(t.content, initial, vals) for t in user_turns):
         problems.append(f'the user (not only the assistant) must say "{initial}"')
     if narrates(turns):
         problems.append("write what the people say; do not repeat the instructions (no \"the user says\", "
                         "no [TOOL_OUTPUT])")
     # Decoy and confusable fillers must never imply that the user's value changed (App. E.1).
-    if plan.kind in ("decoy_nonupdate", "confusable") and any(asserts_value(t, plan.other) for t in turns):
+    if plan.kind in ("decoy_nonupdate", "confusable") and any(asserts_value(t, plan.other, vals) for t in turns):
         problems.append(f'the assistant must not state "{plan.other}" as the value; it is not the user\'s')
     if plan.kind == "decoy_nonupdate":
-        if any(claims_own(t, plan.other) for t in turns):
+        if any(claims_own(t, plan.other, vals) for t in turns):
             problems.append(f'the user must not switch to "{plan.other}": they decline it and keep "{plan.current}"')
-        if not keeps(turns, plan.current):
+        if not keeps(turns, plan.current, vals):
             problems.append(f'the user must clearly decline "{plan.other}" and say they keep "{plan.current}"')
     if plan.kind == "confusable":
-        if any(claims_own(t, plan.other) for t in turns):
+        if any(claims_own(t, plan.other, vals) for t in turns):
             problems.append(f'"{plan.other}" must belong to someone or something else, not become the user\'s own')
-        elif not attributed_elsewhere(turns, plan.other):
+        elif not attributed_elsewhere(turns, plan.other, vals):
             problems.append(f'say whose "{plan.other}" it is (a friend\'s, an article\'s, another project\'s)')
     if plan.kind == "stale_reference" and not _DOCUMENT.search(" ".join(t.content for t in turns)):
         problems.append(f'"{plan.other}" must be shown by an old document, tracker or record')
     if plan.kind == "perturbation":
         problems += _perturbation_rules(turns, spec)
-    if plan.kind == "perturbation_p2" and not any(mentions(t.content, new) for t in user_turns):
+    if plan.kind == "perturbation_p2" and not any(mentions(t.content, new, vals) for t in user_turns):
         problems.append(f'the user must mention "{new}" as what they use now')
     return problems
 
 
 def _perturbation_rules(turns: Sequence[Turn], spec: LatentSpec) -> list[str]:
     problems: list[str] = []
+    vals = spec_values(spec)
     initial, new, condition = spec.canonical_initial, spec.canonical_new, spec.condition
     user_turns = [t for t in turns if t.role == "user"]
-    first_new, first_old = _first(turns, new), _first(turns, initial)
+    first_new, first_old = _first(turns, new, vals), _first(turns, initial, vals)
     if spec.expected_behavior == UPDATE:
         if turns and turns[0].role != "user":
             problems.append("the user must open this session")
-        if not any(mentions(t.content, new) for t in user_turns):
+        if not any(mentions(t.content, new, vals) for t in user_turns):
             problems.append(f'the user must state the change to "{new}" themselves')
     else:
-        if any(adopts(t.content, new) for t in user_turns):
+        if any(adopts(t.content, new, vals) for t in user_turns):
             problems.append(f'the user must not adopt "{new}": it is not accepted, "{initial}" stays')
         # The value that stays must be kept in a user statement ("it is still X"), not merely named
         # or asked about: otherwise the session can read as the rumour winning.
-        if not keeps(turns, initial):
+        if not keeps(turns, initial, vals):
             problems.append(f'the user must reaffirm "{initial}" in a statement (e.g. "it is still {initial}")')
     if condition == "assistant_noise" and (not turns or turns[0].role != "assistant"
-                                           or not mentions(turns[0].content, new)):
+                                           or not mentions(turns[0].content, new, vals)):
         problems.append(f'the assistant must speak first and wrongly state "{new}"')
     if condition in ("reactivated", "reactivated_weak") and (
             first_old is None or (first_new is not None and first_old > first_new)):
@@ -266,6 +290,6 @@ def _perturbation_rules(turns: Sequence[Turn], spec: LatentSpec) -> list[str]:
     if condition in ("direct", "direct_weak") and first_old is not None and (first_new is None or first_old < first_new):
         problems.append(f'"{initial}" must not be recalled before "{new}" comes up')
     if condition == "stale_tool" and spec.domain == "agentic" and not any(
-            t.role == "tool_output" and mentions(t.content, new) for t in turns):
+            t.role == "tool_output" and mentions(t.content, new, vals) for t in turns):
         problems.append(f'a TOOL: line must show the stale value "{new}"')
     return problems
