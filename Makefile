@@ -11,7 +11,8 @@ STAMP  := $(VENV)/.memprobe-installed
 QUICK_DIMS := reply_layout,regional_geography_knowledge,low_point_episode
 QUICK_RUN  := recordings/quick-$(shell date +%Y%m%d-%H%M%S)
 QUICK_ARGS := --config sessions/quick.toml --users sim_01 --dims $(QUICK_DIMS) --systems nomem,longctx_full \
-              --max-turns 3 --agent-max-tokens 150 --simulator-max-tokens 120 --judge-max-tokens 150
+              --max-turns 3 --agent-max-tokens 150 --simulator-max-tokens 120 --judge-max-tokens 150 \
+              --preference-judge-max-tokens 400
 
 # The protocol-B quick run: 2 episodes of the shipped paradigm suite (suite56-embedded once it is
 # realized, else the 2 upstream episodes) with full_context, naive_rag and amem on the embedded models

@@ -1,6 +1,7 @@
 """The README's quick run as a benchmark: switched off vs as shipped, on the embedded model.
 
     python bench/quick_run.py [--keep DIR] [--only off|shipped] [--reduced] [--no-ceiling] [--no-replay]
+    python bench/quick_run.py --from DIR      # the figures of a --keep DIR run, again (runs only the ceiling)
 
 Runs ``make demo``'s run command (its arguments come from ``make -s quick-args``, so the two cannot
 drift apart) twice, each as a child process with no persistent response cache:
@@ -11,9 +12,12 @@ drift apart) twice, each as a child process with no persistent response cache:
 
 For each it prints the wall time, the calls by role (both runs must do the same protocol work; a
 difference is printed), prompt tokens evaluated vs served from the server's prefix cache, generated
-tokens, aggregate tokens per second, and at the end the speed-up. A reference line gives raw llama.cpp
+tokens, aggregate tokens per second, where the time goes by role, and at the end the speed-up. A reference line gives raw llama.cpp
 single-stream throughput on the same model (one request, the server's own timings), the ceiling a
-strictly sequential pipeline could reach.
+strictly sequential pipeline could reach. Answers are sampled and batching changes floating-point sums, so
+the two runs can take different branches (one more turn, an "unknown" that needs no judge); besides the
+wall-time ratio the benchmark therefore prices each run's own requests at the ceiling's rates with nothing
+reused, and prints the speed-up per unit of that work.
 
 Then it replays the shipped run (every role on ``replay:`` that recording, so a request it does not
 hold fails) and checks that the replay made no model call and that ``memprobe report`` prints the same
@@ -63,6 +67,7 @@ class RunFigures:
     completion_tokens: int = 0
     call_seconds: float = 0.0
     status: str | None = None
+    by_role: dict[str, "RoleFigures"] = field(default_factory=dict)
 
     @property
     def evaluated(self) -> int:
@@ -80,6 +85,35 @@ class RunFigures:
             f"({self.evaluated / self.wall_s:.1f} prompt + {self.completion_tokens / self.wall_s:.1f} generated), "
             f"sum of call latencies {self.call_seconds:.0f} s = {self.call_seconds / self.wall_s:.1f}× the wall",
         ]
+
+
+@dataclass
+class RoleFigures:
+    """One role's share of a run: where the wall time of the quick job goes."""
+
+    calls: int = 0
+    evaluated: int = 0
+    cached: int = 0
+    generated: int = 0
+    seconds: float = 0.0
+
+
+def role_lines(figures: RunFigures) -> list[str]:
+    """Per role: calls, prompt tokens evaluated / reused, generated tokens, summed latency."""
+    rows = sorted(figures.by_role.items(), key=lambda item: -item[1].seconds)
+    total = sum(role.seconds for _, role in rows) or 1.0
+    lines = [f"  where {figures.name}'s time goes (sum of call latencies by role; calls overlap, so it exceeds the wall):"]
+    for name, role in rows:
+        lines.append(f"    {name:<18} {role.calls:>3} calls  {role.seconds:>6.0f} s ({role.seconds / total:>4.0%})  "
+                     f"prompt {role.evaluated:>6,} evaluated + {role.cached:>6,} reused  generated {role.generated:>5,}")
+    return lines
+
+
+def work_seconds(figures: RunFigures, prompt_rate: float, gen_rate: float) -> float:
+    """The run's requested work priced at single-stream speed with nothing reused: every prompt token
+    evaluated, every token generated. Two runs whose sampled answers differ (and so ask for different
+    calls) are compared on this, not only on wall time."""
+    return figures.prompt_tokens / prompt_rate + figures.completion_tokens / gen_rate
 
 
 REDUCED_ARGS = ["--dims", "reply_layout", "--max-turns", "2"]  # a later flag overrides the Makefile's
@@ -121,10 +155,42 @@ def read_figures(name: str, record: Path, wall: float) -> RunFigures:
             figures.cached_prompt_tokens += int(usage.get("cached_prompt_tokens", 0))
             figures.completion_tokens += int(usage.get("completion_tokens", 0))
             figures.call_seconds += float(data.get("latency_s", 0.0))
+            role = figures.by_role.setdefault(str(data.get("role")), RoleFigures())
+            role.calls += 1
+            role.cached += int(usage.get("cached_prompt_tokens", 0))
+            role.evaluated += int(usage.get("prompt_tokens", 0)) - int(usage.get("cached_prompt_tokens", 0))
+            role.generated += int(usage.get("completion_tokens", 0))
+            role.seconds += float(data.get("latency_s", 0.0))
     return figures
 
 
-async def ceiling(tier: str) -> str:
+def recorded_wall(record: Path) -> float:
+    """First run_start to last run_end of a kept recording (``--from``: no process start-up included)."""
+    times: list[float] = []
+    with open_recording(record) as reader:
+        for _, data in reader.iter_dicts(["run_start", "run_end"]):
+            times.append(float(data["time"]))
+    if len(times) < 2:
+        raise SystemExit(f"{record}: no finished run in this recording (no run_end); run the benchmark again")
+    return max(times) - min(times)
+
+
+@dataclass
+class Ceiling:
+    """Single-stream throughput of the embedded server with nothing reused (llama.cpp's own timings)."""
+
+    tier: str
+    prompt_rate: float
+    gen_rate: float
+    prompt_tokens: int
+    gen_tokens: int
+
+    def line(self) -> str:
+        return (f"ceiling (raw llama.cpp, local:{self.tier}, one stream): {self.prompt_rate:.1f} prompt tok/s, "
+                f"{self.gen_rate:.1f} generated tok/s ({self.prompt_tokens} + {self.gen_tokens} tokens)")
+
+
+async def ceiling(tier: str) -> Ceiling:
     """Raw single-stream throughput of the embedded server, from llama.cpp's own timings."""
     from memprobe_engine.llm.backends.local import LocalBackend
     from memprobe_engine.llm.spec import ModelSpec
@@ -143,8 +209,8 @@ async def ceiling(tier: str) -> str:
     prompt = (after.prompt_tokens - before.prompt_tokens) / max(1e-9, after.prompt_seconds - before.prompt_seconds)
     gen = (after.predicted_tokens - before.predicted_tokens) / max(1e-9,
                                                                  after.predicted_seconds - before.predicted_seconds)
-    return (f"ceiling (raw llama.cpp, local:{tier}, one stream): {prompt:.1f} prompt tok/s, {gen:.1f} generated tok/s "
-            f"({after.prompt_tokens - before.prompt_tokens} + {after.predicted_tokens - before.predicted_tokens} tokens)")
+    return Ceiling(tier=tier, prompt_rate=prompt, gen_rate=gen, prompt_tokens=after.prompt_tokens - before.prompt_tokens,
+                   gen_tokens=after.predicted_tokens - before.predicted_tokens)
 
 
 REPLAY_ROLES = ("default", "slot_filler", "recovery_judge", "attribution_judge")  # every role quick.toml sets
@@ -179,6 +245,9 @@ def verify_replay(shipped: Path, work: Path) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--keep", type=Path, help="write the two recordings here (default: a temporary folder)")
+    parser.add_argument("--from", dest="source", type=Path,
+                        help="print the figures of the off/ and shipped/ recordings a --keep run left in this folder "
+                             "(wall = first run_start to last run_end), running nothing but the ceiling")
     parser.add_argument("--only", choices=("off", "shipped"), help="run one configuration only")
     parser.add_argument("--no-ceiling", action="store_true", help="skip the raw-throughput reference")
     parser.add_argument("--no-replay", action="store_true", help="skip replaying the shipped run")
@@ -186,34 +255,61 @@ def main() -> None:
     args = parser.parse_args()
     global _reduced
     _reduced = args.reduced
+    results: dict[str, RunFigures] = {}
+    reference: Ceiling | None = None
+    if args.source is not None:
+        for name in ("off", "shipped"):
+            if (args.source / name / "header.json").is_file():
+                results[name] = read_figures(name, args.source / name, recorded_wall(args.source / name))
+                print("\n".join(results[name].lines() + role_lines(results[name])), flush=True)
+        if not args.no_ceiling:
+            reference = asyncio.run(ceiling("1.5b"))
+            print(reference.line(), flush=True)
+        compare(results, reference)
+        return
     work = args.keep or Path(tempfile.mkdtemp(prefix="memprobe-quick-bench-"))
     work.mkdir(parents=True, exist_ok=True)
-    results: dict[str, RunFigures] = {}
     try:
         if args.only in (None, "off"):
             shutil.rmtree(work / "off", ignore_errors=True)
             results["off"] = run_quick("off", work / "off", OFF_ENV, ["--concurrency", "1"])
-            print("\n".join(results["off"].lines()), flush=True)
+            print("\n".join(results["off"].lines() + role_lines(results["off"])), flush=True)
         if args.only in (None, "shipped"):
             shutil.rmtree(work / "shipped", ignore_errors=True)
             results["shipped"] = run_quick("shipped", work / "shipped", {}, [])
-            print("\n".join(results["shipped"].lines()), flush=True)
+            print("\n".join(results["shipped"].lines() + role_lines(results["shipped"])), flush=True)
             if not args.no_replay:
                 print(verify_replay(work / "shipped", work), flush=True)
         if not args.no_ceiling:
-            print(asyncio.run(ceiling("1.5b")), flush=True)
+            reference = asyncio.run(ceiling("1.5b"))
+            print(reference.line(), flush=True)
     finally:
         if args.keep is None:
             shutil.rmtree(work, ignore_errors=True)
-    if len(results) == 2:
-        off, shipped = results["off"], results["shipped"]
-        same = off.calls_by_role == shipped.calls_by_role
-        print(f"same protocol work (calls by role): {'yes' if same else 'NO'}")
-        if not same:
-            roles = sorted(set(off.calls_by_role) | set(shipped.calls_by_role))
-            print("  " + ", ".join(f"{r} {off.calls_by_role[r]}→{shipped.calls_by_role[r]}" for r in roles))
-        print(f"speed-up of shipped over off: {off.wall_s / shipped.wall_s:.2f}× "
-              f"({off.wall_s:.0f} s → {shipped.wall_s:.0f} s)")
+    compare(results, reference)
+
+
+def compare(results: dict[str, RunFigures], reference: Ceiling | None) -> None:
+    """The speed-up, on wall time and, where the sampled answers led to other calls, on priced work."""
+    if len(results) != 2:
+        return
+    off, shipped = results["off"], results["shipped"]
+    same = off.calls_by_role == shipped.calls_by_role
+    print(f"same protocol work (calls by role): {'yes' if same else 'NO'}")
+    if not same:
+        roles = sorted(set(off.calls_by_role) | set(shipped.calls_by_role))
+        print("  " + ", ".join(f"{r} {off.calls_by_role[r]}→{shipped.calls_by_role[r]}" for r in roles))
+    print(f"speed-up of shipped over off: {off.wall_s / shipped.wall_s:.2f}× "
+          f"({off.wall_s:.0f} s → {shipped.wall_s:.0f} s)")
+    if reference is not None:
+        # Answers are sampled (temperature 0.7, fixed seed), and batching changes the floating-point sums,
+        # so the two runs may take different branches (a longer reply, an "unknown" needing no judge).
+        # Pricing each run's own requests at the ceiling's rates compares them per unit of work asked.
+        off_work = work_seconds(off, reference.prompt_rate, reference.gen_rate)
+        shipped_work = work_seconds(shipped, reference.prompt_rate, reference.gen_rate)
+        ratio = (shipped_work / shipped.wall_s) / (off_work / off.wall_s)
+        print(f"work asked, priced at the ceiling with nothing reused: off {off_work:.0f} s, shipped "
+              f"{shipped_work:.0f} s; speed-up per unit of work: {ratio:.2f}×")
 
 
 if __name__ == "__main__":

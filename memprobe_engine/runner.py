@@ -62,6 +62,9 @@ class RecoveryPlan:
             "simulator_max_tokens": self.settings.simulator_max_tokens,
             "judge_max_tokens": self.settings.judge_max_tokens, "preference_judge": self.settings.preference_judge,
             "shard": f"{self.shard[0]}/{self.shard[1]}", "embeddings": self.embedding_spec, "models": llm_resolved,
+            # Only when set, so recordings made before this setting existed keep their fingerprint.
+            **({"preference_judge_max_tokens": self.settings.preference_judge_max_tokens}
+               if self.settings.preference_judge_max_tokens is not None else {}),
         }
 
 

@@ -20,6 +20,7 @@ LABELS: dict[str, str] = {
     "max_turns": "turn cap per task", "k": "k (retrieval top-k for slot-fill)", "agent_k": "agent's top-k per turn",
     "seed": "seed", "temperature": "temperature", "agent_max_tokens": "agent max tokens",
     "simulator_max_tokens": "simulator max tokens", "judge_max_tokens": "judge max tokens",
+    "preference_judge_max_tokens": "preference judge max tokens",
     "preference_judge": "preference judge", "shard": "shard", "embeddings": "embeddings",
     "fingerprint": "fingerprint (resume guard)",
 }

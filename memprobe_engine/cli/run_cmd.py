@@ -75,6 +75,9 @@ def run(
                                                                 "default: none).")] = None,
     judge_max_tokens: Annotated[Optional[int], typer.Option(help="Cap on judge / slot-fill / attribution tokens "
                                                             "(0 or default: none).")] = None,
+    preference_judge_max_tokens: Annotated[Optional[int], typer.Option(
+        help="Cap on the preference judge's tokens, which rates every preference with a reason (default: "
+             "--judge-max-tokens; 0: none).")] = None,
     no_preference_judge: Annotated[bool, typer.Option("--no-preference-judge",
                                                       help="Skip the per-turn preference judge (no metric D).")] = False,
     embeddings: Annotated[Optional[str], typer.Option(help="Embedding spec: st:minilm (offline, default), "
@@ -132,6 +135,7 @@ def run(
         agent_max_tokens=cap(merged(agent_max_tokens, table.agent_max_tokens, None)),
         simulator_max_tokens=cap(merged(simulator_max_tokens, table.simulator_max_tokens, None)),
         judge_max_tokens=cap(merged(judge_max_tokens, table.judge_max_tokens, None)),
+        preference_judge_max_tokens=merged(preference_judge_max_tokens, table.preference_judge_max_tokens, None),
         agent_k=merged(None, table.agent_k, defaults.agent_k),
         agent_temperature=merged(None, table.agent_temperature, defaults.agent_temperature),
         simulator_temperature=merged(None, table.simulator_temperature, defaults.simulator_temperature),

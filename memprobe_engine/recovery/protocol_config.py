@@ -34,6 +34,7 @@ class ProtocolTable(BaseModel):
     agent_max_tokens: Cap | None = Field(default=None, ge=0)
     simulator_max_tokens: Cap | None = Field(default=None, ge=0)
     judge_max_tokens: Cap | None = Field(default=None, ge=0)
+    preference_judge_max_tokens: Cap | None = Field(default=None, ge=0)
     preference_judge: bool | None = None
     policy: ExclusionPolicy | None = None
     modes: list[Literal["dump_all", "retrieve"]] | None = None
@@ -86,7 +87,7 @@ def recovery_protocol(plan: Any, llm_config: Any) -> Any:
              role_setting(llm_config, "simulator", temperature=s.simulator_temperature,
                           max_tokens=s.simulator_max_tokens)]
     if s.preference_judge:
-        roles.append(role_setting(llm_config, "preference_judge", temperature=0.0, max_tokens=s.judge_max_tokens))
+        roles.append(role_setting(llm_config, "preference_judge", temperature=0.0, max_tokens=s.preference_judge_cap))
     if any(name not in ("nomem", "longctx_full") for name in plan.systems):
         roles.append(role_setting(llm_config, "memory_writer", temperature=0.0, max_tokens=None,
                                   note="write side of amem, mem0, memt"))

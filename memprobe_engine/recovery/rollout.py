@@ -49,12 +49,22 @@ class RolloutSettings:
     agent_max_tokens: int | None = None
     simulator_max_tokens: int | None = None
     judge_max_tokens: int | None = None
+    #: The preference judge rates every preference of the user with a reason each, so it needs a
+    #: bigger budget than one slot-fill or one judge score; ``None`` means ``judge_max_tokens``, 0 none.
+    preference_judge_max_tokens: int | None = None
     agent_k: int = 5
     agent_temperature: float = AGENT_TEMPERATURE
     simulator_temperature: float = SIMULATOR_TEMPERATURE
     seed: int = 0
     preference_judge: bool = True
     policy: ExclusionPolicy = DEFAULT_POLICY
+
+    @property
+    def preference_judge_cap(self) -> int | None:
+        """The reply cap the preference judge is sent."""
+        if self.preference_judge_max_tokens is None:
+            return self.judge_max_tokens
+        return self.preference_judge_max_tokens or None
 
 
 @dataclass
@@ -96,7 +106,7 @@ async def run_episode(*, chat: Any, recorder: Recorder, system: MemorySystem, us
                                   seed=settings.seed)
     sim_params = SamplingParams(temperature=settings.simulator_temperature,
                                 max_tokens=settings.simulator_max_tokens, seed=settings.seed)
-    judge_params = SamplingParams(temperature=0.0, max_tokens=settings.judge_max_tokens)
+    judge_params = SamplingParams(temperature=0.0, max_tokens=settings.preference_judge_cap)
 
     for turn in range(1, settings.max_turns + 1):
         with recorder.span(f"turn {turn}", "turn", turn=turn, task_index=task_index):

@@ -293,3 +293,21 @@ def test_dry_run_prints_the_paper_protocol_and_calls_nothing(tmp_path: Path) -> 
     assert rows["slot_filler"][:2] == ["openai:gpt-5.4-mini", "0.0"] and "memory_writer" in rows
     assert re.search(r"turn cap\s+25", out) and re.search(r"k \(retrieve mode\)\s+5", out)
     assert re.search(r"exclusion policy\s+paper", out)
+
+
+async def test_the_preference_judge_gets_its_own_reply_cap(tmp_path: Path, user: SimUser) -> None:
+    """It rates every preference with a reason, so the slot-fill/judge cap would cut its JSON: its own
+    cap goes out when set, the judge cap otherwise (and 0 sends none)."""
+    def simulator(request: ChatRequest) -> str:
+        return orjson.dumps({"feedback_type": "satisfied", "text": "thanks"}).decode()
+
+    def judge_caps(backend: ScriptedBackend) -> set[int | None]:
+        return {r.params.max_tokens for r in backend.requests
+                if r.messages[0].content.startswith("You judge how well one reply")}
+
+    cases = [(None, {150}), (400, {400}), (0, {None})]
+    for index, (own, expected) in enumerate(cases):
+        settings = RolloutSettings(max_turns=1, judge_max_tokens=150, preference_judge_max_tokens=own)
+        _, backend, _ = await episodes(tmp_path / str(index), user, simulator, system="nomem", tasks=1,
+                                       settings=settings)
+        assert judge_caps(backend) == expected
