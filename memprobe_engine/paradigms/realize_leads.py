@@ -132,7 +132,7 @@ def session_lead(plan: SessionPlan, spec: LatentSpec, fact: str) -> str | None:
         return f"USER: You remember {me} is {initial}, right?"
     if condition == "direct_weak":
         return f"USER: I saw an old post claiming {me} might be {new}, but I'm keeping {initial}."
-    return f"USER: A blog post I read says {me} should be {new}."
+    return f"USER: {_RELAY[domain]} wondered whether {me} might be {new}."
 
 
 def turn_examples(plan: SessionPlan, spec: LatentSpec, fact: str) -> dict[int, str]:
@@ -161,5 +161,5 @@ def turn_examples(plan: SessionPlan, spec: LatentSpec, fact: str) -> dict[int, s
                 4: f"Agreed, {initial} stays."}
     if condition in ("third_party_noise", "direct_weak", "stale_tool"):
         return {2: f"Understood, {initial} stays."}
-    return {2: "That's just one opinion.", 3: f"I'm not adopting it: I'm keeping {initial}.",
-            4: f"Understood, {initial} stays."}
+    return {2: "That sounds like a guess, not a confirmed change.",
+            3: f"Nothing has changed, though: it is still {initial}.", 4: f"Understood, {initial} stays."}
