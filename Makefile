@@ -64,7 +64,7 @@ COGNEE_VENV ?= .venv-cognee
 test-extras: $(STAMP) install-cognee
 	$(BIN)/python -m pip install --quiet -e ".[local,dev,$(EXTRAS)]"
 	MEMPROBE_COGNEE_VENV=$(abspath $(COGNEE_VENV)) $(BIN)/python -m pytest -q -m extras tests/unit/test_cognee_worker.py tests/unit/test_adapters_scripted.py
-	MEMPROBE_COGNEE_VENV=$(abspath $(COGNEE_VENV)) $(BIN)/python -m pytest -q -m extras tests/functional/test_library_adapters.py
+	MEMPROBE_COGNEE_VENV=$(abspath $(COGNEE_VENV)) $(BIN)/python -m pytest -q -rs -m extras tests/functional/test_library_adapters.py
 
 # cognee's own environment (about 1.6 GB); `memprobe systems install cognee` does the same.
 install-cognee: $(COGNEE_VENV)/.memprobe-cognee

@@ -6,7 +6,10 @@ in its own ``.venv-cognee``), two runs of the
 
 - a protocol-A mini session (one user, one task, two turns, retrieve mode), SIGKILLed as soon as
   the library's first own call is recorded, then resumed with the same command to the end;
-- a protocol-B upstream sample episode (sessions ingested one transcript each).
+- a protocol-B upstream sample episode (sessions ingested one transcript each). Skipped unless
+  ``MEMPROBE_EXTRAS_PROTOCOL_B=1``: its skip reason gives what the episode was measured to cost per
+  library on these machines, which is more than a 90-minute CI job on two cores can hold
+  (``bench/library_acceptance.py --protocol b`` runs it in resumable chunks instead).
 
 Checked on the recordings: at least one ``llm_call`` made inside the library is recorded with the
 system's name (role ``memory_writer``, through the recording proxy); the library's store changes
@@ -39,6 +42,25 @@ MEMPROBE = str(Path(sys.executable).with_name("memprobe"))
 CONFIG = ROOT / "tests" / "fixtures" / "extras.toml"
 #: Why an adapter cannot run on these machines although its library is installed (none today).
 NOT_HERE: dict[str, str] = {}
+#: Opts in to the protocol-B episodes, which are skipped by default for the cost below.
+PROTOCOL_B_ENV = "MEMPROBE_EXTRAS_PROTOCOL_B"
+#: What PILOT-01A (21 sessions, one library ingest each, 4 probes) costs per library on the embedded
+#: 0.5B model on two CPU cores, measured with bench/library_acceptance.py (docs/memory-systems.md).
+PROTOCOL_B_COST: dict[str, str] = {
+    "langmem": ("langmem's PILOT-01A is over 90 minutes on its own: measured, its first 3 of 21 sessions took 16 min "
+                "(45, 141 and 638 s of library calls; the manager prompt grows with the store, 784 -> 9,268 tokens, "
+                "and the third reply hit the 1,000-token cap three times)"),
+    "mem0ai": ("mem0ai's PILOT-01A: 21 extraction calls of 8.1-8.8k prompt tokens (181,859 in all, counted with the "
+               "scripted model; the ~7,950-token system prompt is cached after the first), estimated 10-15 min"),
+    "graphiti": ("graphiti's PILOT-01A: about 160 calls and 250,000 prompt tokens (counted with the scripted model, "
+                 "3 facts per session; the last 10 episodes are repeated in its prompts), estimated 45-60 min"),
+    "cognee": ("cognee's PILOT-01A: 2 cognify calls per session (~1,300 prompt and ~270 generated tokens), measured "
+               "37-62 s per ingest in protocol A, estimated 20-25 min"),
+}
+#: Why the episodes are not run by default, all four together.
+PROTOCOL_B_TOTAL = ("The four episodes together come to 2-3 h on the embedded 0.5B model on an idle 2-core machine "
+                    "(on top of the four protocol-A mini sessions, ~30 min), more than CI's 90 minutes for the "
+                    "whole test suite.")
 
 
 def _adapter(name: str) -> type:
@@ -63,6 +85,19 @@ def _skip_reason(name: str) -> str | None:
 ADAPTERS = [pytest.param(name, marks=pytest.mark.skipif(_skip_reason(name) is not None,
                                                         reason=_skip_reason(name) or ""))
             for name in [*ADAPTER_SYSTEMS, *[n for n in NOT_HERE if n not in ADAPTER_SYSTEMS]]]
+
+
+def _skip_reason_b(name: str) -> str | None:
+    found = _skip_reason(name)
+    if found is not None or os.environ.get(PROTOCOL_B_ENV) == "1":
+        return found
+    return (f"{PROTOCOL_B_COST.get(name, 'not measured here')}. {PROTOCOL_B_TOTAL} Set {PROTOCOL_B_ENV}=1 to run "
+            f"it, or bench/library_acceptance.py --system {name} --protocol b --out DIR in resumable chunks")
+
+
+ADAPTERS_B = [pytest.param(name, marks=pytest.mark.skipif(_skip_reason_b(name) is not None,
+                                                          reason=_skip_reason_b(name) or ""))
+              for name in [*ADAPTER_SYSTEMS, *[n for n in NOT_HERE if n not in ADAPTER_SYSTEMS]]]
 
 
 def _events(record: Path) -> list[dict[str, object]]:
@@ -124,7 +159,7 @@ def test_protocol_a_mini_session_records_library_calls_and_resumes_after_sigkill
     assert any(e.get("kind") == "run_end" and e.get("status") == "completed" for e in after)
 
 
-@pytest.mark.parametrize("system", ADAPTERS)
+@pytest.mark.parametrize("system", ADAPTERS_B)
 def test_protocol_b_upstream_sample_episode_records_store_changes_per_session(tmp_path: Path, system: str) -> None:
     record = tmp_path / "rec-b"
     command = [MEMPROBE, "run", "--suite", "paradigms", "--sessions", str(ROOT / "sessions/paradigms/upstream-sample"),
