@@ -58,7 +58,8 @@ test: $(STAMP)
 
 # The third-party memory libraries (mem0ai, graphiti-core, langmem in this venv; cognee in its own,
 # .venv-cognee, since its pins conflict with ours) and, for each, a protocol-A mini session
-# (SIGKILL + resume) and a protocol-B sample episode on the embedded model. Slow: see README.
+# (SIGKILL + resume) on the embedded model; the protocol-B sample episodes only with
+# MEMPROBE_EXTRAS_PROTOCOL_B=1 (their skip reasons give the cost). Slow: see README.
 EXTRAS := mem0ai,graphiti,langmem
 COGNEE_VENV ?= .venv-cognee
 test-extras: $(STAMP) install-cognee
