@@ -14,6 +14,7 @@ rollout never offers a task's final assistant reply, so, as in the release, it i
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any, ClassVar
 
 import numpy as np
@@ -57,6 +58,9 @@ class LongContextFull:
         self._next = 1
         self._row_ids: list[str] = []  # item id of each matrix row, then of each pending item
         self._matrix: npt.NDArray[np.float32] | None = None  # rows for _row_ids[:n_embedded]
+        # Dimensions are scored concurrently over one store: without this, two searches that both
+        # find the same items pending embed them twice and the matrix outgrows _row_ids.
+        self._embedding = asyncio.Lock()
 
     @property
     def _n_embedded(self) -> int:
@@ -107,11 +111,12 @@ class LongContextFull:
 
     async def _embed_pending(self) -> None:
         """Embed, in one batch, the items written since the last search and append their rows."""
-        pending = self._row_ids[self._n_embedded:]
-        if not pending:
-            return
-        rows = await self._embed([str(self.store.get(item_id)["content"]) for item_id in pending])
-        self._matrix = rows if self._matrix is None else np.vstack([self._matrix, rows])
+        async with self._embedding:
+            pending = self._row_ids[self._n_embedded:]
+            if not pending:
+                return
+            rows = await self._embed([str(self.store.get(item_id)["content"]) for item_id in pending])
+            self._matrix = rows if self._matrix is None else np.vstack([self._matrix, rows])
 
     async def _embed(self, texts: list[str]) -> npt.NDArray[np.float32]:
         rows = np.asarray(await self.services.embedder.embed(texts), dtype=np.float32)

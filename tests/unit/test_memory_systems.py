@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Iterator
 from importlib.metadata import EntryPoint
 from pathlib import Path
 from typing import Any, ClassVar
 
+import numpy as np
+import numpy.typing as npt
 import pytest
 
 from memprobe_engine.errors import ConfigError, RecordingError
@@ -116,6 +119,30 @@ async def test_longctx_full_search_ranks_the_relevant_item_first_and_embeds_each
     items_embedded = [text for text in embedder.embedded if text.startswith(("[Task", "User:", "Agent:"))]
     assert len(items_embedded) == 6  # every item once, never re-embedded
     assert await system.search("anything", 0) == []
+
+
+class YieldingEmbedder(BagOfWordsEmbedder):
+    """Hands control back to the event loop before answering, as the real (threaded) embedder does."""
+
+    async def embed(self, texts: list[str]) -> npt.NDArray[np.float32]:
+        await asyncio.sleep(0)
+        return await super().embed(texts)
+
+
+async def test_longctx_full_concurrent_searches_embed_pending_items_once(recording: Any) -> None:
+    """Dimensions are scored concurrently over one store: two searches that both find items pending
+    must not append their rows twice (the matrix would outgrow the ids and a search would crash)."""
+    _, recorder, _ = recording
+    embedder = YieldingEmbedder(64, hashed=True)
+    system = LongContextFull(services(recorder, embedder))
+    await system.reset("u1")
+    for observation in DIALOGUE:
+        await system.observe(observation)
+    results = await asyncio.gather(*(system.search(query, 5) for query in ("peanuts", "gardening", "lentils")))
+    assert [len(hits) for hits in results] == [5, 5, 5]
+    assert results[0][0].item["content"] == "User: I am allergic to peanuts, keep that in mind."
+    items_embedded = [text for text in embedder.embedded if text.startswith(("[Task", "User:", "Agent:"))]
+    assert len(items_embedded) == len(DIALOGUE)
 
 
 async def test_longctx_full_reset_clears_store_and_search(recording: Any) -> None:
