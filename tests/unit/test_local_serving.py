@@ -38,6 +38,16 @@ def test_waiting_for_a_busy_slot_beats_recomputing_a_long_prefix() -> None:
     assert queued.index == busy.index and busy.in_flight == 2
 
 
+def test_concurrent_slot_fills_over_one_store_queue_behind_the_first() -> None:
+    """The quick run's three dump_all slot-fills share ~2,000 characters of store and differ only in
+    the dimension: the second and third wait for the slot evaluating it instead of redoing it."""
+    router = SlotRouter(4)
+    store = "MEMORY NOTES " + "{'id': 't0001', 'content': 'User: ...'} " * 45  # about 1,960 characters
+    first = router.acquire(_prompt(store, "CATEGORY: episodic_memory"))
+    later = [router.acquire(_prompt(store, f"CATEGORY: {name}")) for name in ("assistance_preference", "knowledge")]
+    assert [slot.index for slot in later] == [first.index, first.index]
+
+
 def test_a_short_shared_prefix_is_not_worth_waiting_for() -> None:
     router = SlotRouter(2)
     short = "x" * (DEFAULT_WAIT_CHARS // 4)

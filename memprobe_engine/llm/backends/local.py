@@ -58,6 +58,11 @@ DEFAULT_CONTEXT_TOKENS = 8192
 #: Host-memory prompt cache: KV states of earlier prompts, restored when a role's prompt comes back
 #: after another role used the slot. Bounded so a long run cannot grow the process without limit.
 PROMPT_CACHE_RAM_MIB = 1024
+#: Tokens llama.cpp takes into one step of its loop (--batch-size; each step still computes in
+#: 512-token micro-batches). Its default, 2048, lets one long prompt hold the loop for about a minute
+#: on two cores: the other slots' replies stall for that long, and so does a stop (Ctrl-C, SIGTERM),
+#: which waits for the step in progress. At 512 a step takes about 15 s at the same throughput.
+BATCH_TOKENS = 512
 #: Overrides the number of llama.cpp threads (default: every core this process may use). On a
 #: 2-core machine shared with other busy processes, 1 thread can be several times faster than 2,
 #: because llama.cpp's threads spin on a barrier and a descheduled thread stalls the others.
@@ -204,6 +209,8 @@ def _start_server(tier: str, n_ctx: int, startup_timeout_s: float, serving: Serv
     # running several at once never shortens the prompt a role may send.
     params.n_ctx = n_ctx * serving.slots
     params.n_parallel = serving.slots
+    params.n_batch = BATCH_TOKENS
+    params.n_ubatch = min(params.n_ubatch, BATCH_TOKENS)
     params.kv_unified = False
     params.cpuparams.n_threads = n_threads
     params.cpuparams_batch.n_threads = n_threads

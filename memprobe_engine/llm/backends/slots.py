@@ -27,8 +27,12 @@ from typing import Sequence
 from memprobe_engine.llm.types import ChatMessage
 
 #: Shared characters (about 3.5 per token) above which a request waits for the busy slot that holds
-#: them: ~600 tokens, ten seconds of prompt evaluation for the 1.5B model on two cores.
-DEFAULT_WAIT_CHARS = 2048
+#: them: ~220 tokens, six seconds of prompt evaluation for the 1.5B model on two cores. On a CPU the
+#: cores are saturated whenever several requests are in flight, so evaluating a shared prefix twice
+#: in parallel is pure loss while waiting costs only this request's latency. (At 2048, the three
+#: concurrent dump_all slot-fills of the quick run, sharing 1,961 characters of store, each
+#: evaluated it.)
+DEFAULT_WAIT_CHARS = 768
 #: A common prefix shorter than this (a role tag, the start of a system prompt) is not worth keeping a
 #: slot for: such a request goes to the least recently used idle slot instead.
 MIN_AFFINITY_CHARS = 256
