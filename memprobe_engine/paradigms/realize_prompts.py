@@ -58,10 +58,11 @@ def session_messages(plan: SessionPlan, spec: LatentSpec, fact: str, feedback: l
     lines.append("")
     lines += _instructions(plan, spec, fact)
     lines += _avoid_lines(plan, spec)
+    lines += ["", REPLY_FORMAT]
     lead = None if plan.kind in _LEAD_ON_RETRY else session_lead(plan, spec, fact)
     if lead is not None:
-        lines += [f"{LEAD_MARK} {lead}", "Then finish that USER line in your own words and write the ASSISTANT reply."]
-    lines += ["", REPLY_FORMAT]
+        lines += ["Your reply starts with the words below; finish that USER line in your own words, then write the "
+                  "ASSISTANT reply.", f"{LEAD_MARK} {lead}"]
     return [ChatMessage(role="system", content=SYSTEM), ChatMessage(role="user", content="\n".join(lines))]
 
 
@@ -95,17 +96,18 @@ def _outline_messages(plan: SessionPlan, spec: LatentSpec, fact: str, feedback: 
               for i, (speaker, what) in enumerate(turns, start=1)]
     lines += ["Write the words each person actually says, 1-2 natural sentences per turn, in the first person. "
               "Start at once with turn 1: no greetings, no small talk. Copy every quoted value exactly as written."]
-    # The first line's opening words, with the value in it: small models otherwise open with the
-    # wrong speaker or small talk, or never write the value (see realize_leads).
     lead = session_lead(plan, spec, fact)
-    if lead is not None:
-        lines.append(f"{LEAD_MARK} {lead}")
-    elif turns[0][0] != "USER":
+    if lead is None and turns[0][0] != "USER":
         lines.append(f'Your reply must begin with "{turns[0][0]}: {_OPENER.get(turns[0][0], "")}".')
     lines += _avoid_lines(plan, spec)
     if feedback:
         lines += ["", "Your previous attempt was rejected because: " + "; ".join(feedback) + ". Fix this."]
     lines += ["", REPLY_FORMAT]
+    if lead is not None:
+        # The first line's opening words, with the value in them, close the prompt: small models
+        # otherwise open with the wrong speaker or small talk, or never write the value; given
+        # earlier in the prompt, the 0.5B model went on copying the instruction lines after it.
+        lines += ["Your reply starts with the words below; go on from there.", f"{LEAD_MARK} {lead}"]
     return [ChatMessage(role="system", content=SYSTEM), ChatMessage(role="user", content="\n".join(lines))]
 
 
