@@ -61,9 +61,19 @@ def session_messages(plan: SessionPlan, spec: LatentSpec, fact: str, feedback: l
     lines += ["", REPLY_FORMAT]
     lead = None if plan.kind in _LEAD_ON_RETRY else session_lead(plan, spec, fact)
     if lead is not None:
-        lines += ["Your reply starts with the words below; finish that USER line in your own words, then write the "
-                  "ASSISTANT reply.", f"{LEAD_MARK} {lead}"]
+        lines += _shape(lead, [("USER", ""), ("ASSISTANT", "")], {})
     return [ChatMessage(role="system", content=SYSTEM), ChatMessage(role="user", content="\n".join(lines))]
+
+
+def _shape(lead: str, turns: list[tuple[str, str]], examples: dict[int, str]) -> list[str]:
+    """The reply's shape, one line per turn: the lead words, then each speaker with its example or
+    "..." to write. Asked for the lead alone, the 0.5B model wrote the user's line and stopped."""
+    lines = [f"{LEAD_MARK} the words that open the first line below; write every line, filling in each ... yourself:",
+             f"{lead} ..."]
+    for i, (speaker, _what) in enumerate(turns[1:], start=2):
+        said = examples.get(i)
+        lines.append(f"{speaker}: {said if said and not said.endswith('because') else (said or '') + ' ...'}".rstrip())
+    return [line.replace(":  ...", ": ...") for line in lines]
 
 
 def _avoid_lines(plan: SessionPlan, spec: LatentSpec) -> list[str]:
@@ -107,7 +117,7 @@ def _outline_messages(plan: SessionPlan, spec: LatentSpec, fact: str, feedback: 
         # The first line's opening words, with the value in them, close the prompt: small models
         # otherwise open with the wrong speaker or small talk, or never write the value; given
         # earlier in the prompt, the 0.5B model went on copying the instruction lines after it.
-        lines += ["Your reply starts with the words below; go on from there.", f"{LEAD_MARK} {lead}"]
+        lines += _shape(lead, turns, examples)
     return [ChatMessage(role="system", content=SYSTEM), ChatMessage(role="user", content="\n".join(lines))]
 
 

@@ -14,7 +14,7 @@ import pytest
 from memprobe_engine.paradigms.realize import session_turns
 from memprobe_engine.paradigms.realize_leads import session_lead, subject, turn_examples
 from memprobe_engine.paradigms.realize_plan import build_plan, readable_fact
-from memprobe_engine.paradigms.realize_prompts import LEAD_MARK, session_messages, session_outline
+from memprobe_engine.paradigms.realize_prompts import session_messages, session_outline
 from memprobe_engine.paradigms.realize_rules import check_session, mentions
 from memprobe_engine.paradigms.suite import Turn, load_fact_types, load_specs
 
@@ -47,7 +47,7 @@ def test_a_reply_that_follows_the_lead_passes_the_rules(episode_id: str) -> None
         for feedback in ([], ["retry"]):
             prompt = session_messages(plan, spec, fact, feedback)[1].content
             # A near-miss filler's first attempt keeps the plain description (see realize_prompts).
-            assert (f"{LEAD_MARK} {lead}" in prompt) == (bool(feedback) or plan.kind != "near_miss")
+            assert (f"\n{lead} ..." in prompt) == (bool(feedback) or plan.kind != "near_miss")
             reply = _follow(lead, session_outline(plan, spec, fact), turn_examples(plan, spec, fact))
             assert check_session(plan, session_turns(reply), spec, prompt) == [], (plan.kind, reply)
     assert led >= spec.num_encoding_sessions + 1
@@ -93,7 +93,9 @@ def test_the_lead_of_a_preserve_perturbation_keeps_the_value_and_rules_still_app
     fact = readable_fact(spec, FACTS)
     pert = next(p for p in build_plan(spec, filler_cap=1) if p.kind == "perturbation")
     prompt = session_messages(pert, spec, fact, [])[1].content
-    assert f"{LEAD_MARK} ASSISTANT: Just a reminder: your paper submission deadline is April 15." in prompt
+    assert "\nASSISTANT: Just a reminder: your paper submission deadline is April 15. ...\n" in prompt
+    assert prompt.endswith("\nUSER: No, my paper submission deadline is still March 28.\n"
+                           "ASSISTANT: Sorry, you're right: it stays March 28."), "the reply's shape closes the prompt"
     assert 'For example: "No, my paper submission deadline is still March 28."' in prompt
     # Writing the lead but never keeping the old value still fails: the lead is help, not a pass.
     lazy = session_turns("ASSISTANT: Just a reminder: your paper submission deadline is April 15.\n"
