@@ -1,7 +1,7 @@
 """The README's quick run as a benchmark: switched off vs as shipped, on the embedded model.
 
     python bench/quick_run.py [--keep DIR] [--only off|shipped] [--reduced] [--no-ceiling] [--no-replay]
-    python bench/quick_run.py --from DIR      # the figures of a --keep DIR run, again (runs only the ceiling)
+    python bench/quick_run.py --from DIR [--rates P,G]   # the figures of a --keep DIR run, again
 
 Runs ``make demo``'s run command (its arguments come from ``make -s quick-args``, so the two cannot
 drift apart) twice, each as a child process with no persistent response cache:
@@ -17,7 +17,10 @@ single-stream throughput on the same model (one request, the server's own timing
 strictly sequential pipeline could reach. Answers are sampled and batching changes floating-point sums, so
 the two runs can take different branches (one more turn, an "unknown" that needs no judge); besides the
 wall-time ratio the benchmark therefore prices each run's own requests at the ceiling's rates with nothing
-reused, and prints the speed-up per unit of that work.
+reused, and prints the speed-up per unit of that work. Last, a **reuse bound** per run: what its
+requests would cost if every prompt evaluated only the text no earlier prompt of the run shares — the
+most any prefix cache could save on that job, since on two cores neither batching nor the draft model
+adds throughput.
 
 Then it replays the shipped run (every role on ``replay:`` that recording, so a request it does not
 hold fails) and checks that the replay made no model call and that ``memprobe report`` prints the same
@@ -68,6 +71,7 @@ class RunFigures:
     call_seconds: float = 0.0
     status: str | None = None
     by_role: dict[str, "RoleFigures"] = field(default_factory=dict)
+    unshared_prompt_tokens: float = 0.0  # what no earlier prompt of the run shares: the most reuse can save
 
     @property
     def evaluated(self) -> int:
@@ -142,6 +146,7 @@ def run_quick(name: str, record: Path, extra_env: dict[str, str], extra_args: li
 
 def read_figures(name: str, record: Path, wall: float) -> RunFigures:
     figures = RunFigures(name=name, wall_s=wall)
+    earlier: list[str] = []
     with open_recording(record) as reader:
         for _, data in reader.iter_dicts(["llm_call", "run_end"]):
             if data["kind"] == "run_end":
@@ -161,6 +166,11 @@ def read_figures(name: str, record: Path, wall: float) -> RunFigures:
             role.evaluated += int(usage.get("prompt_tokens", 0)) - int(usage.get("cached_prompt_tokens", 0))
             role.generated += int(usage.get("completion_tokens", 0))
             role.seconds += float(data.get("latency_s", 0.0))
+            text = "".join(f"\x1e{m['role']}\x1f{m['content'] if m.get('content') is not None else reader.payload(m['content_ref'])}"
+                           for m in data.get("messages") or [])
+            shared = max((len(os.path.commonprefix((text, other))) for other in earlier), default=0)
+            figures.unshared_prompt_tokens += (len(text) - shared) / max(1, len(text)) * int(usage.get("prompt_tokens", 0))
+            earlier.append(text)
     return figures
 
 
@@ -248,6 +258,8 @@ def main() -> None:
     parser.add_argument("--from", dest="source", type=Path,
                         help="print the figures of the off/ and shipped/ recordings a --keep run left in this folder "
                              "(wall = first run_start to last run_end), running nothing but the ceiling")
+    parser.add_argument("--rates", help="with --from: PROMPT,GENERATED tok/s to price work with instead of "
+                                         "measuring the ceiling (e.g. 35.9,11.4)")
     parser.add_argument("--only", choices=("off", "shipped"), help="run one configuration only")
     parser.add_argument("--no-ceiling", action="store_true", help="skip the raw-throughput reference")
     parser.add_argument("--no-replay", action="store_true", help="skip replaying the shipped run")
@@ -262,10 +274,15 @@ def main() -> None:
             if (args.source / name / "header.json").is_file():
                 results[name] = read_figures(name, args.source / name, recorded_wall(args.source / name))
                 print("\n".join(results[name].lines() + role_lines(results[name])), flush=True)
-        if not args.no_ceiling:
+        if args.rates:
+            prompt_rate, gen_rate = (float(x) for x in args.rates.split(","))
+            reference = Ceiling(tier="1.5b", prompt_rate=prompt_rate, gen_rate=gen_rate, prompt_tokens=0, gen_tokens=0)
+        elif not args.no_ceiling:
             reference = asyncio.run(ceiling("1.5b"))
             print(reference.line(), flush=True)
         compare(results, reference)
+        if len(results) == 1 and reference is not None:
+            print_reuse_bound(results, reference)
         return
     work = args.keep or Path(tempfile.mkdtemp(prefix="memprobe-quick-bench-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -310,6 +327,21 @@ def compare(results: dict[str, RunFigures], reference: Ceiling | None) -> None:
         ratio = (shipped_work / shipped.wall_s) / (off_work / off.wall_s)
         print(f"work asked, priced at the ceiling with nothing reused: off {off_work:.0f} s, shipped "
               f"{shipped_work:.0f} s; speed-up per unit of work: {ratio:.2f}×")
+    if reference is not None:
+        print_reuse_bound(results, reference)
+
+
+def print_reuse_bound(results: dict[str, RunFigures], reference: Ceiling) -> None:
+    """The most prefix reuse could give on a run's own requests: every prompt evaluates only what no
+    earlier prompt of the run shares, generation stays as it was, nothing else costs time."""
+    for figures in results.values():
+        nothing_reused = figures.prompt_tokens / reference.prompt_rate + figures.completion_tokens / reference.gen_rate
+        all_reused = (figures.unshared_prompt_tokens / reference.prompt_rate
+                      + figures.completion_tokens / reference.gen_rate)
+        print(f"reuse bound on {figures.name}'s requests: {figures.unshared_prompt_tokens:,.0f} of "
+              f"{figures.prompt_tokens:,} prompt tokens are shared with no earlier prompt; at the ceiling's rates "
+              f"{nothing_reused:.0f} s with nothing reused vs {all_reused:.0f} s with everything reused: at most "
+              f"{nothing_reused / max(1e-9, all_reused):.2f}× from prefix reuse")
 
 
 if __name__ == "__main__":
