@@ -65,6 +65,8 @@ ESSENTIAL = frozenset({"encoding", "perturbation", "perturbation_p1", "perturbat
 STRONG_FIRST = frozenset({"decoy_nonupdate"})
 _SPEAKER = re.compile(r"^\s*[\[*]*\s*(user|assistant|asst|tool(?:[ _]output)?)\s*[\]*]*\s*[:\]][\s*]*", re.IGNORECASE)
 _ROLE_OF = {"user": "user", "assistant": "assistant", "asst": "assistant"}
+#: The reply shape's "fill this in" marker at the start or end of a turn.
+_PLACEHOLDER = re.compile(r"^(\.\.\.|…)+\s*|\s*(\.\.\.|…)+$")
 #: How a complete turn ends (a sentence mark, optionally inside quotes / brackets, or a code fence).
 _FINISHED = re.compile(r"([.!?…:]|```)[\"')\]*”’]*\s*$")
 
@@ -137,11 +139,15 @@ def parse_turns(text: str) -> list[Turn]:
     out: list[Turn] = []
     seen: set[str] = set()
     for role, lines in turns:
-        content = "\n".join(lines).strip()
-        key = " ".join(content.lower().split())
-        if not content:
+        raw = "\n".join(lines).strip()
+        if not raw:
             continue
-        if key in seen:
+        # The prompt's reply shape marks what the model writes with "..."; a copied marker is
+        # dropped (text only removed). A turn that was nothing but the marker stays, empty, so
+        # the rules reject the session instead of the dialogue silently losing a speaker.
+        content = _PLACEHOLDER.sub("", raw).strip()
+        key = " ".join(content.lower().split())
+        if content and key in seen:
             break
         seen.add(key)
         out.append(Turn.model_validate({"role": role, "content": content}))

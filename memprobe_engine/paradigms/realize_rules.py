@@ -211,8 +211,8 @@ def check_session(plan: SessionPlan, turns: Sequence[Turn], spec: LatentSpec,
         problems.append("no TOOL: lines in this chat (only the user and the assistant speak)")
     if not MIN_TURNS <= len(turns) <= MAX_TURNS:
         problems.append(f"the session has {len(turns)} turns; write {MIN_TURNS} to 4")
-    if any(not t.content.strip() for t in turns):
-        problems.append("a turn is empty")
+    if any(not re.search(r"\w", t.content) for t in turns):
+        problems.append('a turn is empty or only "...": write the words that person actually says')
     if not any(t.role == "user" for t in turns):
         problems.append("the user never speaks")
     text = "\n".join(t.content for t in turns)
