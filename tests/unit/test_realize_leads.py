@@ -101,3 +101,19 @@ def test_the_lead_of_a_preserve_perturbation_keeps_the_value_and_rules_still_app
     lazy = session_turns("ASSISTANT: Just a reminder: your paper submission deadline is April 15.\n"
                          "USER: Oh, thanks for the reminder!")
     assert any('reaffirm "March 28"' in p for p in check_session(pert, lazy, spec, prompt))
+
+
+def test_a_copied_placeholder_is_dropped_and_a_placeholder_turn_fails() -> None:
+    spec = ALL["PILOT-19A"]
+    confusable = next(p for p in build_plan(spec, filler_cap=1) if p.kind == "confusable")
+    # The shipped run's first replies to the reply shape: the marker copied after the lead, and
+    # an assistant turn that was nothing but the marker.
+    turns = session_turns("USER: My friend Sam's go-to coffee shop is Stumptown Coffee ...\nASSISTANT: ...")
+    assert [t.content for t in turns] == ["My friend Sam's go-to coffee shop is Stumptown Coffee", ""]
+    assert any("only \"...\"" in p for p in check_session(confusable, turns, spec))
+    stored = [Turn(role="user", content="My friend Sam's go-to coffee shop is Stumptown Coffee."),
+              Turn(role="assistant", content="...")]  # as a written episode holds it (--recheck)
+    assert any("only \"...\"" in p for p in check_session(confusable, stored, spec))
+    kept = session_turns("USER: My friend Sam's go-to coffee shop is Stumptown Coffee ...\n"
+                         "ASSISTANT: Sam has good taste; I hear their pour-over is great.")
+    assert check_session(confusable, kept, spec) == []
