@@ -50,7 +50,7 @@ def test_a_reply_that_follows_the_lead_passes_the_rules(episode_id: str) -> None
             assert (f"\n{lead} ..." in prompt) == (bool(feedback) or plan.kind != "near_miss")
             reply = _follow(lead, session_outline(plan, spec, fact), turn_examples(plan, spec, fact))
             assert check_session(plan, session_turns(reply), spec, prompt) == [], (plan.kind, reply)
-    assert led >= spec.num_encoding_sessions + 1
+    assert led >= (spec.num_encoding_sessions or 1) + 1
 
 
 def test_subject_speaks_the_fact_in_each_voice() -> None:
