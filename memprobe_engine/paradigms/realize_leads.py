@@ -104,9 +104,12 @@ def session_lead(plan: SessionPlan, spec: LatentSpec, fact: str) -> str | None:
     if kind == "stale_reference":
         return f"USER: The old tracker still shows {other} for {me}, but that entry is out of date."
     if kind == "perturbation_p1":
+        # The trigger in the user's own words, the replacement unnamed: given only "… is no longer
+        # X:", the models went on with the outline's stage direction ("… and why, calling the
+        # replacement only 'the new one'"), which the shipped PILOT-12A / 19A / 19B P1 turns copy.
         if spec.perturbation.reactivation:
-            return f"USER: You know how {me} has been {initial}?"
-        return f"USER: {_cap(me)} is no longer {initial}:"
+            return f"USER: You know how {me} has been {initial}? I've stopped, and the new one I found is better, because"
+        return f"USER: {_cap(me)} is no longer {initial}: I found a new one that suits me better, because"
     if kind == "perturbation_p2":
         return f"USER: Now that {me} is {new},"
     if kind != "perturbation":
