@@ -42,6 +42,12 @@ MEMPROBE = str(Path(sys.executable).with_name("memprobe"))
 CONFIG = ROOT / "tests" / "fixtures" / "extras.toml"
 #: Why an adapter cannot run on these machines although its library is installed (none today).
 NOT_HERE: dict[str, str] = {}
+#: Adapters whose protocol-A mini session is known to fail on the embedded 0.5B model, and why (measured).
+FAILS_ON_FAST: dict[str, str] = {
+    "graphiti": ("graphiti's fact extraction does not terminate on local:fast: measured 2026-12-01, the 0.5B model "
+                 "repeated the prompt's own example fact ('Jordan owns a Mustang') until the 1,500-token cap in all 3 "
+                 "attempts (4,500 tokens, 519 s), graphiti could not parse the cut JSON and add_episode raised"),
+}
 #: Opts in to the protocol-B episodes, which are skipped by default for the cost below.
 PROTOCOL_B_ENV = "MEMPROBE_EXTRAS_PROTOCOL_B"
 #: What PILOT-01A (21 sessions, one library ingest each, 4 probes) costs per library on the embedded
@@ -82,8 +88,9 @@ def _skip_reason(name: str) -> str | None:
     return None
 
 
-ADAPTERS = [pytest.param(name, marks=pytest.mark.skipif(_skip_reason(name) is not None,
-                                                        reason=_skip_reason(name) or ""))
+ADAPTERS = [pytest.param(name, marks=[pytest.mark.skipif(_skip_reason(name) is not None, reason=_skip_reason(name) or ""),
+                                       *([pytest.mark.xfail(reason=FAILS_ON_FAST[name], strict=False)]
+                                         if name in FAILS_ON_FAST else [])])
             for name in [*ADAPTER_SYSTEMS, *[n for n in NOT_HERE if n not in ADAPTER_SYSTEMS]]]
 
 
