@@ -118,7 +118,11 @@ def main() -> int:
             print(f"SIGKILLed after the first library call ({len(killed)} events, "
                   f"{len(state['answered'])} answered calls)")
         _child = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=log)
-        rc = _child.wait()
+        # Polled, not wait()ed: a blocking wait holds Popen's waitpid lock, so the SIGTERM handler's own
+        # wait could not reap the child and sat out its whole 60-s timeout (seen 2026-12-01).
+        while (polled := _child.poll()) is None:
+            time.sleep(1)
+        rc = polled
     finally:
         state["wall_s"] += time.monotonic() - started
         state_path.write_text(json.dumps(state))
