@@ -57,7 +57,8 @@ PROTOCOL_B_COST: dict[str, str] = {
                 "(45, 141 and 638 s of library calls; the manager prompt grows with the store, 784 -> 9,268 tokens, "
                 "and the third reply hit the 1,000-token cap three times)"),
     "mem0ai": ("mem0ai's PILOT-01A: 21 extraction calls of 8.1-8.8k prompt tokens (181,859 in all, counted with the "
-               "scripted model; the ~7,950-token system prompt is cached after the first), estimated 10-15 min"),
+               "scripted model; the ~7,950-token system prompt is cached after the first), estimated 10-15 min, but "
+               "measured: the first session's call alone had not returned after 569 s"),
     "graphiti": ("graphiti's PILOT-01A: about 160 calls and 250,000 prompt tokens (counted with the scripted model, "
                  "3 facts per session; the last 10 episodes are repeated in its prompts), estimated 45-60 min"),
     "cognee": ("cognee's PILOT-01A: 2 cognify calls per session (~1,300 prompt and ~270 generated tokens), measured "
