@@ -30,7 +30,8 @@ tables (CSV, byte for byte) for both: batching, slots and prompt reuse leave rec
 where the full switched-off run would take too long: the simulator alone reads a ~4,000-token
 persona and bank on every call, about two minutes each on two cores without the prompt cache.
 
-The full job takes about an hour switched off on an idle 2-core machine; run it on a quiet machine, its figures are wall times.
+The full job takes one to two hours switched off on an idle 2-core machine (a simulator reply cut by its
+cap costs three full re-reads of the persona); run it on a quiet machine, its figures are wall times.
 """
 
 from __future__ import annotations
@@ -52,6 +53,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from memprobe_engine.events.reader import open_recording  # noqa: E402
+from memprobe_engine.llm.backends.slots import prompt_text  # noqa: E402
+from memprobe_engine.llm.types import ChatMessage  # noqa: E402
 
 MEMPROBE = Path(sys.executable).with_name("memprobe")
 OFF_ENV = {"MEMPROBE_LOCAL_SLOTS": "1", "MEMPROBE_LOCAL_PROMPT_CACHE": "0", "MEMPROBE_LOCAL_DRAFT": "none"}
@@ -166,8 +169,9 @@ def read_figures(name: str, record: Path, wall: float) -> RunFigures:
             role.evaluated += int(usage.get("prompt_tokens", 0)) - int(usage.get("cached_prompt_tokens", 0))
             role.generated += int(usage.get("completion_tokens", 0))
             role.seconds += float(data.get("latency_s", 0.0))
-            text = "".join(f"\x1e{m['role']}\x1f{m['content'] if m.get('content') is not None else reader.payload(m['content_ref'])}"
-                           for m in data.get("messages") or [])
+            text = prompt_text([ChatMessage(role=m["role"], content=str(
+                m["content"] if m.get("content") is not None else reader.payload(m["content_ref"])))
+                for m in data.get("messages") or []])
             shared = max((len(os.path.commonprefix((text, other))) for other in earlier), default=0)
             figures.unshared_prompt_tokens += (len(text) - shared) / max(1, len(text)) * int(usage.get("prompt_tokens", 0))
             earlier.append(text)
@@ -175,14 +179,19 @@ def read_figures(name: str, record: Path, wall: float) -> RunFigures:
 
 
 def recorded_wall(record: Path) -> float:
-    """First run_start to last run_end of a kept recording (``--from``: no process start-up included)."""
-    times: list[float] = []
+    """The summed run_start → run_end segments of a kept recording (``--from``): a resumed run counts
+    each process's run, not the pause between them; process start-up is not included."""
+    total, started, segments = 0.0, None, 0
     with open_recording(record) as reader:
         for _, data in reader.iter_dicts(["run_start", "run_end"]):
-            times.append(float(data["time"]))
-    if len(times) < 2:
+            if data["kind"] == "run_start":
+                started = float(data["time"])
+            elif started is not None:
+                total += float(data["time"]) - started
+                started, segments = None, segments + 1
+    if segments == 0:
         raise SystemExit(f"{record}: no finished run in this recording (no run_end); run the benchmark again")
-    return max(times) - min(times)
+    return total
 
 
 @dataclass
@@ -335,7 +344,7 @@ def print_reuse_bound(results: dict[str, RunFigures], reference: Ceiling) -> Non
     """The most prefix reuse could give on a run's own requests: every prompt evaluates only what no
     earlier prompt of the run shares, generation stays as it was, nothing else costs time."""
     for figures in results.values():
-        nothing_reused = figures.prompt_tokens / reference.prompt_rate + figures.completion_tokens / reference.gen_rate
+        nothing_reused = work_seconds(figures, reference.prompt_rate, reference.gen_rate)
         all_reused = (figures.unshared_prompt_tokens / reference.prompt_rate
                       + figures.completion_tokens / reference.gen_rate)
         print(f"reuse bound on {figures.name}'s requests: {figures.unshared_prompt_tokens:,.0f} of "
