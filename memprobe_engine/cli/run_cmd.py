@@ -129,6 +129,12 @@ def run(
     turns = merged(max_turns, table.max_turns, 25)
     if turns < 1:
         raise ConfigError("--max-turns must be at least 1.")
+    for flag, value in (("--agent-max-tokens", agent_max_tokens), ("--simulator-max-tokens", simulator_max_tokens),
+                        ("--judge-max-tokens", judge_max_tokens),
+                        ("--preference-judge-max-tokens", preference_judge_max_tokens)):
+        if value is not None and value < 0:
+            raise ConfigError(f"{flag} {value}: a reply cap is a number of tokens; give a positive number, "
+                              f"or 0 for no cap.")
     defaults = RolloutSettings()
     settings = RolloutSettings(
         max_turns=turns, seed=seed,

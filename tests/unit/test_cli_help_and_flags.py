@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from typer.testing import CliRunner
 
@@ -34,3 +36,13 @@ def test_a_bare_model_spec_is_refused_with_the_role_form() -> None:
         role_specs(["local:fast"])
     with pytest.raises(ConfigError, match="ROLE=SPEC"):
         role_specs(["openai:gpt@http://host/v1?x=y"])  # an "=" inside the spec is not a role
+
+
+@pytest.mark.parametrize("flag", ["--agent-max-tokens", "--simulator-max-tokens", "--judge-max-tokens",
+                                  "--preference-judge-max-tokens"])
+def test_a_negative_reply_cap_is_refused_with_the_flag_named(flag: str, tmp_path: Path) -> None:
+    result = runner.invoke(app, ["run", "--record", str(tmp_path / "never"), "--users", "sim_01", "--systems", "nomem",
+                                 flag, "-5", "--dry-run"])
+    assert isinstance(result.exception, ConfigError), result.output  # the entry point prints it as one line
+    assert f"{flag} -5" in str(result.exception) and "0 for no cap" in str(result.exception)
+    assert not (tmp_path / "never").exists()
