@@ -23,12 +23,15 @@ refused by the header's fingerprint.
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any
+
+import orjson
 
 from memprobe_engine.errors import ConfigError, RecordingError
 from memprobe_engine.events.header import HEADER_FILE, new_header
@@ -132,7 +135,30 @@ class ParadigmPlan:
             "session_k": self.session_k, "reader_max_tokens": self.reader.max_tokens,
             "temperature": self.reader.temperature, "seed": self.seed, "shard": f"{self.shard[0]}/{self.shard[1]}",
             "embeddings": self.embedding_spec, "models": llm_resolved,
+            "episode_digests": {e.episode_id: episode_digest(e) for e in episodes},
         }
+
+
+def episode_digest(episode: Episode) -> str:
+    """A short hash of everything an episode holds (sessions, probes, gold, spec): a resume over a suite
+    whose episode was since re-realized or edited would otherwise mix two versions of it in one run."""
+    return hashlib.sha256(orjson.dumps(episode.model_dump(mode="json"), option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]
+
+
+def changed_episodes_message(record: Path, previous: dict[str, Any], config: dict[str, Any]) -> str | None:
+    """Why ``record`` cannot be resumed because of its episodes' contents, or None when they match."""
+    before = previous.get("episode_digests")
+    now: dict[str, str] = config["episode_digests"]
+    if not isinstance(before, dict):
+        return (f"{record} was recorded before MemProbe fingerprinted episode contents, so a resume cannot check "
+                f"that its episodes are unchanged in {config['sessions']}. Pass another --record folder to run "
+                f"them afresh.")
+    changed = sorted(e for e in set(before) & set(now) if before[e] != now[e])
+    if not changed:
+        return None
+    return (f"{record}: episode(s) {', '.join(changed)} in {config['sessions']} changed since this recording was "
+            f"made (content digest differs), so resuming would mix two versions. Pass another --record folder to "
+            f"run them afresh.")
 
 
 def select_units(episodes: Sequence[Episode], systems: Sequence[str],
@@ -312,6 +338,9 @@ async def run_paradigms(plan: ParadigmPlan, record: Path, *, llm_config: Any, co
         with open_recording(record) as reader:
             previous_config = reader.header.config
             previous = previous_config.get("fingerprint")
+        stale = changed_episodes_message(record, previous_config, config)
+        if stale is not None:
+            raise RecordingError(stale)
         if not can_resume(previous_config, config):
             raise RecordingError(f"{record} holds a run with different settings (fingerprint {previous} ≠ "
                                  f"{config['fingerprint']}). Resume it with the same command and flags, or pass "

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -70,8 +71,8 @@ def _config() -> LLMConfig:
     return LLMConfig(models={"default": parse_spec("openai:scripted@http://127.0.0.1:9/v1")})
 
 
-def _run(record: Path, oracle: ParadigmOracle, systems: list[str], k: int = 5) -> Path:
-    plan = ParadigmPlan(sessions_dir=SAMPLE, systems=systems, episodes=[EPISODE], k=k)
+def _run(record: Path, oracle: ParadigmOracle, systems: list[str], k: int = 5, sessions: Path = SAMPLE) -> Path:
+    plan = ParadigmPlan(sessions_dir=sessions, systems=systems, episodes=[EPISODE], k=k)
     return asyncio.run(run_paradigms(plan, record, llm_config=_config(), backend_factory=lambda spec: oracle,
                                      embedder=BagOfWordsEmbedder(hashed=True)))
 
@@ -148,6 +149,26 @@ def test_resume_repeats_no_call_and_other_settings_are_refused(tmp_path: Path,
     assert "3 unit(s) already finished" in describe_plan(plan, record)[1]
     with pytest.raises(RecordingError, match="different settings"):
         _run(tmp_path / "rec", ParadigmOracle(), systems, k=3)
+
+
+def test_a_resume_over_an_edited_episode_is_refused_and_names_it(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Same flags, but the episode was re-realized since: resuming would mix two versions of it."""
+    monkeypatch.setenv("MEMPROBE_CACHE_DIR", str(tmp_path / "cache"))
+    suite = tmp_path / "suite"
+    shutil.copytree(SAMPLE, suite)
+    _run(tmp_path / "rec", ParadigmOracle(), ["latest_value"], sessions=suite)
+    _run(tmp_path / "rec", ParadigmOracle(), ["latest_value"], sessions=suite)  # unchanged: resumes
+    lines = (suite / "episodes.jsonl").read_text().splitlines()
+    edited = []
+    for line in lines:
+        episode = json.loads(line)
+        if episode["episode_id"] == EPISODE:
+            episode["probes"][0]["question"] += " (reworded)"
+        edited.append(json.dumps(episode))
+    (suite / "episodes.jsonl").write_text("\n".join(edited) + "\n")
+    with pytest.raises(RecordingError, match=f"episode\\(s\\) {EPISODE} .* changed since this recording"):
+        _run(tmp_path / "rec", ParadigmOracle(), ["latest_value"], sessions=suite)
 
 
 def test_an_interrupted_unit_resumes_from_recorded_responses(tmp_path: Path,
