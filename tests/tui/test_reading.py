@@ -209,7 +209,7 @@ def test_settings_of_the_shipped_sample_name_every_role_with_its_spec() -> None:
     header = read_header(REPO / "recordings" / "sample-quick-sim_01")
     text = plain_text(settings_lines(header))
     assert "attribution_judge  local:1.5b" in text and "recovery_judge" in text
-    assert "k (retrieval top-k for slot-fill): 5" in text and "turn cap per task: 2" in text
+    assert "k (retrieval top-k for slot-fill): 5" in text and "turn cap per task: 3" in text
 
 
 async def test_export_a_transcript_as_markdown_and_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
