@@ -5,14 +5,16 @@ Configuration, all offline: the graph lives in an embedded Kuzu database in the 
 default ``OpenAIClient`` uses the Responses API, which the proxy does not serve) and the embedder
 ``OpenAIEmbedder`` at 384 dimensions, both on the recording proxy; the cross-encoder is pointed at
 the proxy too but is never asked, since the default search fuses vector and BM25 ranks without
-reranking. Telemetry is off (``GRAPHITI_TELEMETRY_ENABLED=false``). Two settings differ from
+reranking. Telemetry is off (``GRAPHITI_TELEMETRY_ENABLED=false``). Three settings differ from
 graphiti's own: the full-text indices are created through the Kuzu driver's graph operations (the
-driver's ``build_indices_and_constraints`` is a no-op in 0.31.2, and searches fail without them), and
-every call asks for at most :data:`MAX_TOKENS` generated tokens.
+driver's ``build_indices_and_constraints`` is a no-op in 0.31.2, and searches fail without them);
+every call asks for at most :data:`MAX_TOKENS` generated tokens; and a search's full-text half gets
+the query without Kuzu's wildcard characters ``?`` and ``*`` (:func:`kuzu_full_text`), since
+graphiti passes a question to Kuzu as a wildcard pattern that found nothing.
 
 Ingest = ``Graphiti.add_episode`` with the buffered exchange as one message episode whose
-``reference_time`` is the simulated clock; search = ``Graphiti.search(query, group_ids=[user])``
-(the library's hybrid search over fact edges); dump = the user's entity nodes, fact edges and
+``reference_time`` is the simulated clock; search = graphiti's hybrid search over fact edges, as
+``Graphiti.search`` runs it (``search`` with the RRF edge recipe); dump = the user's entity nodes, fact edges and
 episodes with their native fields (embeddings left out). Graphiti stamps ``created_at`` with
 ``utc_now()`` and ids with ``uuid4`` in ``graphiti_core.utils.datetime_utils``, ``nodes`` and
 ``edges``: those are pinned to the simulated clock and the unit's seed.
@@ -117,8 +119,21 @@ class Graphiti(LibraryAdapter):
             source=EpisodeType.message)  # the default group: each user has a database of its own
 
     async def _lib_search(self, query: str, k: int) -> list[tuple[str, dict[str, Any], float | None]]:
-        edges = await self._graphiti.search(query, num_results=k)
-        return [(str(edge.uuid), _fields(edge, "fact"), None) for edge in edges]
+        """``Graphiti.search`` (hybrid BM25 + cosine over fact edges, fused by RRF) with one change: the
+        full-text half gets the query without Kuzu's wildcard characters (:func:`kuzu_full_text`);
+        the vector half embeds the query as asked, as ``Graphiti.search`` does."""
+        from graphiti_core.search.search import search
+        from graphiti_core.search.search_config_recipes import EDGE_HYBRID_SEARCH_RRF
+        from graphiti_core.search.search_filters import SearchFilters
+
+        graphiti = self._graphiti
+        vector = await graphiti.embedder.create(input_data=[query.replace("\n", " ")])
+        # Graphiti.search sets the limit on the shared recipe object; a copy leaves it alone.
+        config = EDGE_HYBRID_SEARCH_RRF.model_copy(deep=True)
+        config.limit = k
+        results = await search(graphiti.clients, kuzu_full_text(query), None, config, SearchFilters(),
+                               query_vector=vector)
+        return [(str(edge.uuid), _fields(edge, "fact"), None) for edge in results.edges]
 
     async def _lib_dump(self) -> dict[str, dict[str, Any]]:
         from graphiti_core.edges import EntityEdge
@@ -141,6 +156,22 @@ class Graphiti(LibraryAdapter):
         from graphiti_core.helpers import get_default_group_id
 
         return str(get_default_group_id(self._graphiti.driver.provider))
+
+
+def kuzu_full_text(query: str) -> str:
+    """``query`` as literal words for Kuzu's full-text search: ``?`` and ``*`` become spaces.
+
+    graphiti-core 0.31.2 passes the query to Kuzu unchanged (``search_utils.fulltext_query``: "Kuzu
+    only supports simple queries"), but Kuzu 0.11's FTS keeps those two characters when it normalises
+    a query and reads them as wildcards (one character, any run). A question ("... reply layout?")
+    then asks for "layout" plus one letter and, worse, sends the whole query down Kuzu's
+    pattern-matching path, which in kuzu 0.11.3 misses the terms held only by a row whose indexed
+    text was written again (their index entries are deleted and re-added; a plain term lookup finds
+    them, the pattern scan does not) — and graphiti re-writes a fact edge each time a later episode
+    repeats it. The search found nothing. Every other punctuation mark Kuzu drops itself. A query of nothing but
+    wildcards is left as it is (graphiti returns nothing for a blank one)."""
+    literal = " ".join(query.replace("?", " ").replace("*", " ").split())
+    return literal or query
 
 
 def _capped_client(base: Any) -> Any:
