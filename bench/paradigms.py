@@ -30,6 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from memprobe_engine.paradigms import metrics as M  # noqa: E402
+from memprobe_engine.paradigms.intervals import metric_intervals  # noqa: E402
 from memprobe_engine.paradigms.scoring import score_probe  # noqa: E402
 from memprobe_engine.paradigms.suite import Probe, load_specs  # noqa: E402
 
@@ -97,6 +98,13 @@ def bench_bootstrap(repeats: int) -> dict[str, Any]:
             cpu.append(time.process_time() - start_cpu)
         out[name] = {"ci": len(ci), "pairs": len(paired), "wall": statistics.median(wall),
                      "cpu": statistics.median(cpu)}
+    wall, cpu = [], []
+    for _ in range(repeats):
+        start, start_cpu = time.perf_counter(), time.process_time()
+        intervals = metric_intervals(frame, M.draws(56))
+        wall.append(time.perf_counter() - start)
+        cpu.append(time.process_time() - start_cpu)
+    out["intervals"] = {"rows": len(intervals), "wall": statistics.median(wall), "cpu": statistics.median(cpu)}
     return out
 
 
@@ -120,6 +128,9 @@ def main() -> None:
         print(f"bootstrap: {boot['episodes']} episodes x {boot['systems']} systems, {boot['resamples']:,} resamples: "
               f"{b['ci']} CIs + {b['pairs']} paired comparisons ({label}): median {b['wall']:.3f} s wall, "
               f"{b['cpu']:.3f} s CPU (target <= 1 s)")
+    b = boot["intervals"]
+    print(f"intervals: every metric of Tables 2-7 per system, same draws: {b['rows']} intervals, median "
+          f"{b['wall']:.3f} s wall, {b['cpu']:.3f} s CPU")
 
 if __name__ == "__main__":
     main()

@@ -2,7 +2,9 @@
 
 Tables are pandas frames with fractions (0..1) so exports keep full precision; :func:`print_paradigm_tables`
 is the only place that writes percentages. Table names for ``--tables``: 1, 2, 3, 4 (Figure 4: per
-probe type), 5, 7, paired (paired bootstrap between systems), failures, exclusions.
+probe type), 5, 7, paired (paired bootstrap between systems), failures, exclusions, intervals (the 95 %
+episode-bootstrap interval of every metric of Tables 2–7, printed under each value and exported as
+``intervals.csv``; leave it out of ``--tables`` for the bare values).
 """
 
 from __future__ import annotations
@@ -16,8 +18,9 @@ from rich.table import Table
 
 from memprobe_engine.errors import ConfigError
 from memprobe_engine.paradigms import metrics as M
+from memprobe_engine.paradigms.intervals import metric_intervals
 
-TABLE_NAMES: tuple[str, ...] = ("1", "2", "3", "4", "5", "7", "paired", "failures", "exclusions")
+TABLE_NAMES: tuple[str, ...] = ("1", "2", "3", "4", "5", "7", "paired", "failures", "exclusions", "intervals")
 DEFAULT_TABLES = ",".join(TABLE_NAMES)
 DASH = "–"
 FAILURE_SHORT = {"under_update": "under-upd.", "over_update": "over-upd.", "historical_overwrite": "hist. overwr.",
@@ -74,6 +77,8 @@ def build_paradigm_tables(probes: pd.DataFrame, names: Iterable[str] = TABLE_NAM
         out["failures"] = M.failures(probes) if len(probes) else pd.DataFrame(columns=["system"])
     if "exclusions" in wanted:
         out["exclusions"] = M.exclusions(probes)
+    if "intervals" in wanted:
+        out["intervals"] = metric_intervals(probes, weights, reference)
     return out
 
 
@@ -108,6 +113,33 @@ def ratio(value: float | None) -> str:
     return f"{float(value):.3f}"
 
 
+class Intervals:
+    """Looks up a (system, metric) interval and writes it compactly (whole percent, or a ratio for
+    RAGnorm) on a line under the value, so a table with CIs stays within the report's width."""
+
+    def __init__(self, frame: pd.DataFrame | None) -> None:
+        self._by_key: dict[tuple[str, str], tuple[float | None, float | None]] = {}
+        if frame is not None:
+            for r in frame.itertuples(index=False):
+                low, high = r.ci_low, r.ci_high
+                self._by_key[(str(r.system), str(r.metric))] = (
+                    None if low is None or pd.isna(low) else float(low), None if high is None or pd.isna(high) else float(high))
+
+    def __bool__(self) -> bool:
+        return bool(self._by_key)
+
+    def under(self, text: str, system: object, metric: str, signed: bool = False, as_ratio: bool = False) -> str:
+        low, high = self._by_key.get((str(system), metric), (None, None))
+        if not self._by_key or text == DASH:
+            return text
+        if low is None or high is None:
+            return f"{text}\n{DASH}"
+        if as_ratio:
+            return f"{text}\n[{low:.2f}, {high:.2f}]"
+        fmt = "{:+.0f}" if signed else "{:.0f}"
+        return f"{text}\n[{fmt.format(low * 100)}, {fmt.format(high * 100)}]"
+
+
 def _table(title: str, headers: list[str]) -> Table:
     # The title goes in a caption-less header line of its own (print_paradigm_tables): a rich title
     # wraps at the table's width, and these tables are narrower than their titles.
@@ -119,7 +151,9 @@ def _table(title: str, headers: list[str]) -> Table:
     return table
 
 
-def _render(name: str, df: pd.DataFrame) -> Table | None:
+def _render(name: str, df: pd.DataFrame, ci: Intervals | None = None) -> Table | None:
+    ci = ci or Intervals(None)
+    note = " [95% CI]" if ci else ""
     if name == "table1":
         t = _table("Table 1: overall accuracy % [95% CI, episode bootstrap, 2,000 resamples]",
                    ["System", "Acc.", "95% CI", "correct/scored", "excl.", "mean score"])
@@ -128,33 +162,45 @@ def _render(name: str, df: pd.DataFrame) -> Table | None:
                       f"{r.correct}/{r.scored}", str(r.excluded), ratio(r.mean_score))
         return t
     if name == "table2":
-        t = _table("Table 2: stability–plasticity %", ["System", "Plast.", "Stab.", "SP-Bal", "PreserveErr.",
-                                                        "UpdateErr."])
+        t = _table(f"Table 2: stability–plasticity %{note}", ["System", "Plast.", "Stab.", "SP-Bal",
+                                                               "PreserveErr.", "UpdateErr."])
         for r in df.itertuples(index=False):
-            t.add_row(str(r.system), pct(r.plasticity), pct(r.stability), pct(r.sp_balance), pct(r.preserve_err),
-                      pct(r.update_err))
+            s = r.system
+            t.add_row(str(s), ci.under(pct(r.plasticity), s, "plasticity"), ci.under(pct(r.stability), s, "stability"),
+                      ci.under(pct(r.sp_balance), s, "sp_balance"), ci.under(pct(r.preserve_err), s, "preserve_err"),
+                      ci.under(pct(r.update_err), s, "update_err"))
         return t
     if name in ("table3", "table4_probe_types"):
         title = "Table 3: accuracy % per paradigm" if name == "table3" else \
             "Figure 4 (as a table): accuracy % per probe type"
+        prefix = "paradigm:" if name == "table3" else "probe:"
         columns = [c for c in df.columns if c not in ("system", "overall")]
-        t = _table(title, ["System"] + [PROBE_SHORT.get(c, c.capitalize()) for c in columns] + ["Overall"])
+        t = _table(title + note, ["System"] + [PROBE_SHORT.get(c, c.capitalize()) for c in columns] + ["Overall"])
         for row in df.to_dict("records"):
-            t.add_row(str(row["system"]), *[pct(row[c]) for c in columns], pct(row["overall"]))
+            s = row["system"]
+            t.add_row(str(s), *[ci.under(pct(row[c]), s, prefix + str(c)) for c in columns],
+                      ci.under(pct(row["overall"]), s, "overall"))
         return t
     if name == "table5":
-        t = _table("Table 5: historical, source and temporal fidelity %",
+        t = _table(f"Table 5: historical, source and temporal fidelity %{note}",
                    ["System", "Hist.", "Source", "(source probe)", "(conflict status)", "Temp."])
         for r in df.itertuples(index=False):
-            t.add_row(str(r.system), pct(r.historical), pct(r.source_fidelity), pct(r.source_probe),
-                      pct(r.conflict_status), pct(r.temporal))
+            s = r.system
+            t.add_row(str(s), ci.under(pct(r.historical), s, "historical"),
+                      ci.under(pct(r.source_fidelity), s, "source_fidelity"),
+                      ci.under(pct(r.source_probe), s, "source_probe"),
+                      ci.under(pct(r.conflict_status), s, "conflict_status"), ci.under(pct(r.temporal), s, "temporal"))
         return t
     if name == "table7":
-        t = _table("Table 7: retrieval gap and split perturbation (ΔFC, Δsplit in pp)",
+        t = _table(f"Table 7: retrieval gap and split perturbation (ΔFC, Δsplit in pp){note}",
                    ["System", "ΔFC", "RAGnorm", "Non-split", "Split", "Split CV", "Split CD", "Δsplit"])
         for r in df.itertuples(index=False):
-            t.add_row(str(r.system), pct(r.delta_fc), ratio(r.rag_norm), pct(r.non_split), pct(r.split),
-                      pct(r.split_cv), pct(r.split_cd), pct(r.delta_split, signed=True))
+            s = r.system
+            t.add_row(str(s), ci.under(pct(r.delta_fc, signed=True), s, "delta_fc", signed=True),
+                      ci.under(ratio(r.rag_norm), s, "rag_norm", as_ratio=True),
+                      ci.under(pct(r.non_split), s, "non_split"), ci.under(pct(r.split), s, "split"),
+                      ci.under(pct(r.split_cv), s, "split_cv"), ci.under(pct(r.split_cd), s, "split_cd"),
+                      ci.under(pct(r.delta_split, signed=True), s, "delta_split", signed=True))
         return t
     if name == "paired_bootstrap":
         t = _table("Paired bootstrap of overall accuracy (same episode draws): A − B, pp; every metric in "
@@ -181,8 +227,9 @@ def _render(name: str, df: pd.DataFrame) -> Table | None:
 
 
 def print_paradigm_tables(tables: Mapping[str, pd.DataFrame], console: Console) -> None:
+    intervals = Intervals(tables.get("intervals"))
     for name, df in tables.items():
-        rendered = _render(name, df)
+        rendered = _render(name, df, intervals)
         if rendered is not None:
             title, rendered.title = rendered.title, None
             console.print(str(title), markup=False)
