@@ -53,18 +53,26 @@ demo-paradigms: $(STAMP)
 	$(BIN)/memprobe report $(PARADIGM_RUN) --csv $(PARADIGM_RUN)/report
 	@echo "replay it in a terminal: $(BIN)/memprobe replay $(PARADIGM_RUN)"
 
-test: $(STAMP)
-	$(BIN)/python -m pytest -q
-
-# The third-party memory libraries (mem0ai, graphiti-core, langmem in this venv; cognee in its own,
-# .venv-cognee, since its pins conflict with ours) and, for each, a protocol-A mini session
-# (SIGKILL + resume) on the embedded model; the protocol-B sample episodes only with
-# MEMPROBE_EXTRAS_PROTOCOL_B=1 (their skip reasons give the cost). Slow: see README.
-EXTRAS := mem0ai,graphiti,langmem
-COGNEE_VENV ?= .venv-cognee
-test-extras: $(STAMP) install-cognee
+# The tests need the three pip-installable memory libraries (pinned extras, installed into this venv
+# once): the scripted adapter tests (tests/unit/test_adapters_scripted.py) run mem0ai's, graphiti-core's
+# and langmem's own code against a scripted model, and MEMPROBE_REQUIRE_EXTRAS=1 makes a missing
+# library fail them instead of skipping.
+EXTRAS       := mem0ai,graphiti,langmem
+EXTRAS_STAMP := $(VENV)/.memprobe-extras
+$(EXTRAS_STAMP): $(STAMP) pyproject.toml
 	$(BIN)/python -m pip install --quiet -e ".[local,dev,$(EXTRAS)]"
-	MEMPROBE_COGNEE_VENV=$(abspath $(COGNEE_VENV)) $(BIN)/python -m pytest -q -m extras tests/unit/test_cognee_worker.py tests/unit/test_adapters_scripted.py
+	touch $@
+
+test: $(EXTRAS_STAMP)
+	MEMPROBE_REQUIRE_EXTRAS=1 $(BIN)/python -m pytest -q
+
+# The slow part of the libraries' acceptance (pytest marker `extras`): cognee in its own venv,
+# .venv-cognee (its pins conflict with ours; about 1.6 GB), its scripted worker test, and for each
+# library a protocol-A mini session (SIGKILL + resume) on the embedded model; the protocol-B sample
+# episodes only with MEMPROBE_EXTRAS_PROTOCOL_B=1 (their skip reasons give the cost). See README.
+COGNEE_VENV ?= .venv-cognee
+test-extras: $(EXTRAS_STAMP) install-cognee
+	MEMPROBE_COGNEE_VENV=$(abspath $(COGNEE_VENV)) $(BIN)/python -m pytest -q -m extras tests/unit/test_cognee_worker.py
 	MEMPROBE_COGNEE_VENV=$(abspath $(COGNEE_VENV)) $(BIN)/python -m pytest -q -rs -m extras tests/functional/test_library_adapters.py
 
 # cognee's own environment (about 1.6 GB); `memprobe systems install cognee` does the same.

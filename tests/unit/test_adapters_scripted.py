@@ -5,12 +5,14 @@ real HTTP, and a scripted backend answers them — a JSON object for mem0ai's ex
 for langmem's memory manager, graphiti's entity / fact / timestamp JSON (by the schema it sends). Checked: the calls are recorded with the system's name and role, the
 store's change is recorded as a memory op with the library's native fields, the simulated clock
 and the seeded ids reach the library (two runs with one seed give the same store), and a search
-is the library's own. Skipped when the extra is not installed.
+is the library's own. Part of `make test`, which installs the three extras and sets
+``MEMPROBE_REQUIRE_EXTRAS`` (a missing library then fails); elsewhere skipped without the extra.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -28,12 +30,16 @@ from tests.doubles import BagOfWordsEmbedder, ScriptedBackend, read_events, temp
 FACT = "User is vegetarian and lives in Oslo."
 
 
-def _installed(distribution: str) -> bool:
+def _require(distribution: str, extra: str) -> None:
+    """Skip when the library is not installed, unless ``MEMPROBE_REQUIRE_EXTRAS`` is set (``make test``
+    sets it after installing the extras): there a missing library fails the test, never skips it."""
     try:
         metadata.version(distribution)
     except metadata.PackageNotFoundError:
-        return False
-    return True
+        reason = f"{distribution} is not installed: pip install 'memprobe[{extra}]' (make test installs it)"
+        if os.environ.get("MEMPROBE_REQUIRE_EXTRAS"):
+            pytest.fail(reason + "; MEMPROBE_REQUIRE_EXTRAS is set, so this does not skip")
+        pytest.skip(reason)
 
 
 def _tool_names(node: Any) -> list[str]:
@@ -93,14 +99,12 @@ async def _run(system: str, record: Path) -> tuple[list[dict[str, Any]], list[An
     return dump, hits
 
 
-@pytest.mark.extras  # needs the library extras, which `make test-extras` installs (a fresh clone has none)
 @pytest.mark.parametrize(("system", "distribution", "text_field", "time_field"), [
     ("mem0ai", "mem0ai", "memory", "created_at"), ("langmem", "langmem", "content", "created_at")])
 async def test_library_store_and_calls_are_recorded_reproducibly(tmp_path: Path, system: str, distribution: str,
                                                                  text_field: str, time_field: str,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    if not _installed(distribution):
-        pytest.skip(f"{distribution} is not installed: pip install 'memprobe[{system}]'")
+    _require(distribution, system)
     monkeypatch.setenv("MEM0_DIR", str(tmp_path / "mem0-home"))
     dump, hits = await _run(system, tmp_path / "one")
     again, _ = await _run(system, tmp_path / "two")
@@ -116,13 +120,11 @@ async def test_library_store_and_calls_are_recorded_reproducibly(tmp_path: Path,
     assert (tmp_path / "one" / "stores" / system / "u1").is_dir()  # the library's own store, in the run folder
 
 
-@pytest.mark.extras
 async def test_graphiti_builds_its_graph_and_searches_it_with_full_text_and_capped_calls(tmp_path: Path) -> None:
     """graphiti-core 0.31.2 on Kuzu: the adapter creates the full-text indices the library's own
     setup leaves out (without them the first add_episode fails in edge resolution), and every call
     asks for at most the adapter's token cap (graphiti itself asks 16,384 for edge extraction)."""
-    if not _installed("graphiti-core"):
-        pytest.skip("graphiti-core is not installed: pip install 'memprobe[graphiti]'")
+    _require("graphiti-core", "graphiti")
     from memprobe_engine.memory.adapters.graphiti import MAX_TOKENS
 
     dump, hits = await _run("graphiti", tmp_path / "one")
@@ -139,7 +141,6 @@ async def test_graphiti_builds_its_graph_and_searches_it_with_full_text_and_capp
     assert [op["op"] for op in ops][:1] == ["reset"] and {op["op"] for op in ops[1:]} == {"add"}
 
 
-@pytest.mark.extras
 async def test_graphiti_full_text_search_finds_a_resaved_fact_for_a_question(tmp_path: Path) -> None:
     """A protocol-A retrieve query is a question: graphiti-core 0.31.2 hands it to Kuzu's full-text
     search unchanged, and Kuzu 0.11 reads ``?`` and ``*`` as wildcards. A wildcard term sends the
@@ -147,8 +148,7 @@ async def test_graphiti_full_text_search_finds_a_resaved_fact_for_a_question(tmp
     once graphiti has saved that fact again (the second episode repeats it, so the edge is merged and
     re-written): the question found nothing, the same words without ``?`` found the fact. The vector half cannot find it here (one shared word is below graphiti's 0.6
     cosine floor), so a hit shows the full-text half read the question's words."""
-    if not _installed("graphiti-core"):
-        pytest.skip("graphiti-core is not installed: pip install 'memprobe[graphiti]'")
+    _require("graphiti-core", "graphiti")
     from memprobe_engine.memory.adapters.graphiti import Graphiti
 
     backend = ScriptedBackend(answer)
