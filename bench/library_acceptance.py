@@ -39,16 +39,16 @@ CONFIG = ROOT / "tests" / "fixtures" / "extras.toml"
 _child: subprocess.Popen[bytes] | None = None
 
 
-def command(system: str, protocol: str, record: Path) -> list[str]:
+def command(system: str, protocol: str, record: Path, config: Path = CONFIG) -> list[str]:
     """The test's commands: a protocol-A mini session (1 task, 2 turns) or PILOT-01A of the upstream sample."""
     if protocol == "a":
-        return [MEMPROBE, "run", "--record", str(record), "--config", str(CONFIG), "--users", "sim_01",
+        return [MEMPROBE, "run", "--record", str(record), "--config", str(config), "--users", "sim_01",
                 "--dims", "reply_layout", "--systems", system, "--max-turns", "2", "--modes", "retrieve",
                 "--agent-max-tokens", "60", "--simulator-max-tokens", "60", "--judge-max-tokens", "80",
                 "--no-preference-judge"]
     return [MEMPROBE, "run", "--suite", "paradigms", "--sessions", str(ROOT / "sessions/paradigms/upstream-sample"),
             "--episodes", "PILOT-01A", "--systems", system, "--ingest", "session", "--record", str(record),
-            "--config", str(CONFIG), "--reader-max-tokens", "120"]
+            "--config", str(config), "--reader-max-tokens", "120"]
 
 
 def events(record: Path) -> list[dict[str, Any]]:
@@ -87,6 +87,8 @@ def main() -> int:
     parser.add_argument("--system", required=True)
     parser.add_argument("--protocol", choices=("a", "b"), required=True)
     parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--config", type=Path, default=CONFIG,
+                        help="model roles (default tests/fixtures/extras.toml: every role on local:fast)")
     args = parser.parse_args()
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)
@@ -96,7 +98,7 @@ def main() -> int:
         "killed": args.protocol != "a", "answered": [], "events_at_kill": 0, "wall_s": 0.0, "invocations": 0}
     state["invocations"] += 1
     env = {**os.environ, "MEMPROBE_CACHE_DIR": str(out / "cache"), "NO_COLOR": "1"}
-    cmd = command(args.system, args.protocol, record)
+    cmd = command(args.system, args.protocol, record, args.config)
     signal.signal(signal.SIGTERM, _forward)
     signal.signal(signal.SIGINT, _forward)
     log = (out / "stderr.log").open("ab")
