@@ -309,3 +309,18 @@ async def test_leaving_the_memory_view_at_a_seq_shows_the_session_it_belongs_to(
         screen.returned_from_memory("PILOT-01B", "amem", last_seq)  # another store: stays
         await settle(pilot)
         assert screen.position == 7
+
+
+async def test_the_shipped_quick_recording_opens_complete_and_steps_its_amem_store() -> None:
+    """recordings/sample-paradigms-quick (make demo-paradigms' real run) replays as the README says."""
+    app = paradigm_app(REPO / "recordings" / "sample-paradigms-quick")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, ParadigmOverviewScreen) and screen.system == "amem"
+        assert screen.query_one(EpisodeTable).row_count == 2 and "completed" in title(screen)
+        await pilot.press("enter")
+        await settle(pilot)
+        stepper = app.screen
+        assert isinstance(stepper, EpisodeScreen) and stepper.growth is not None
+        assert [g.size for g in stepper.growth] == list(range(1, len(stepper.growth) + 1))
