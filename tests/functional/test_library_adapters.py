@@ -50,7 +50,8 @@ FAILS_ON_FAST: dict[str, str] = {
                  "raised; with its own calls on local:1.5b (tests/fixtures/extras-writer-1.5b.toml) the first ingest "
                  "was stored (3 calls, 170 s, 4 memory ops), but the second one's entity extraction listed the "
                  "prompt's example entities ('Nisha', \"Nisha's dad\", 'Mustang', ...) until the cap in all 3 "
-                 "attempts (4,500 tokens, 835 s) and add_episode raised the same way"),
+                 "attempts (4,500 tokens, 835 s) and add_episode raised the same way; with the simulator on local:1.5b "
+                 "too, so that the second message made sense, the same again ('Jordan', 'gamecube', ...; 817 s)"),
 }
 #: Opts in to the protocol-B episodes, which are skipped by default for the cost below.
 PROTOCOL_B_ENV = "MEMPROBE_EXTRAS_PROTOCOL_B"
