@@ -10,8 +10,6 @@ interval is taken over the draws where the metric is defined (its subset was dra
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numpy as np
 import pandas as pd
 
@@ -19,31 +17,24 @@ from memprobe_engine.paradigms import metrics as M
 
 INTERVAL_COLUMNS = ["system", "metric", "value", "ci_low", "ci_high"]
 
-Where = Callable[[pd.DataFrame], pd.Series]
-
 
 def _split(frame: pd.DataFrame) -> pd.Series:
     return frame["split"].fillna(False).astype(bool)
 
 
-def _equals(column: str, value: str) -> Where:
-    return lambda f: f[column] == value
-
-
-#: Rate metrics: name -> which scored probes count (the same subsets as ``metrics.system_metrics``).
-RATE_METRICS: dict[str, Where] = {
-    "overall": lambda f: pd.Series(True, index=f.index),
-    "plasticity": lambda f: f["expected_behavior"] == "should_update",
-    "stability": lambda f: f["expected_behavior"] == "should_preserve",
-    "historical": lambda f: f["probe_type"] == "previous_value",
-    "source_probe": lambda f: f["probe_type"] == "source",
-    "temporal": lambda f: f["probe_type"] == "temporal",
-    "split": _split,
-    "non_split": lambda f: ~_split(f),
+#: Rate metrics: the paired bootstrap's subsets plus the rest of Tables 3, 5 and 7's (the same subsets
+#: as ``metrics.system_metrics``).
+RATE_METRICS: dict[str, M.Where] = {
+    **M.PAIRED_METRICS,
+    "source_probe": M.equals("probe_type", "source"),
     "split_cv": lambda f: _split(f) & (f["probe_type"] == "current_value"),
     "split_cd": lambda f: _split(f) & (f["probe_type"] == "change_detection"),
-    **{f"paradigm:{p}": _equals("paradigm", p) for p in M.PARADIGM_ORDER},
-    **{f"probe:{t}": _equals("probe_type", t) for t in M.PROBE_ORDER},
+    **{f"paradigm:{p}": M.equals("paradigm", p) for p in M.PARADIGM_ORDER},
+}
+#: Counted on the status frame (conflict probes scored by their status sub-score).
+STATUS_METRICS: dict[str, M.Where] = {
+    "conflict_status": M.equals("probe_type", "conflict_value"),
+    "source_fidelity": lambda f: f["probe_type"].isin(["source", "conflict_value"]),
 }
 
 
@@ -63,17 +54,6 @@ def _percentiles(draws: np.ndarray) -> tuple[float | None, float | None]:
     return float(np.percentile(row, 2.5)), float(np.percentile(row, 97.5))
 
 
-def _observed(counts: M.EpisodeCounts) -> np.ndarray:
-    totals = counts.total.sum(axis=1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(totals > 0, counts.correct.sum(axis=1) / np.maximum(totals, 1), np.nan)
-
-
-def _harmonic(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(a + b > 0, 2 * a * b / np.where(a + b > 0, a + b, 1), np.where(np.isnan(a + b), np.nan, 0.0))
-
-
 def metric_intervals(frame: pd.DataFrame, weights: np.ndarray | None = None,
                      reference: str = "full_context") -> pd.DataFrame:
     """One row per (system, metric): the observed value and its 95 % episode-bootstrap interval
@@ -87,27 +67,12 @@ def metric_intervals(frame: pd.DataFrame, weights: np.ndarray | None = None,
     weights = M.draws(len(base.episodes)) if weights is None else weights
     systems = base.systems
     # metric -> (observed per system, resampled: systems × draws)
-    per: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-    for name, where in RATE_METRICS.items():
-        counts = M.episode_counts(frame, where)
-        if counts.total.sum():
-            per[name] = (_observed(counts), M.resampled_accuracy(counts, weights))
-    status = _status_frame(frame)
-    for name, where in (("conflict_status", lambda f: f["probe_type"] == "conflict_value"),
-                        ("source_fidelity", lambda f: f["probe_type"].isin(["source", "conflict_value"]))):
-        counts = M.episode_counts(status, where)
-        if counts.total.sum():
-            per[name] = (_observed(counts), M.resampled_accuracy(counts, weights))
-    if "plasticity" in per and "stability" in per:
-        (po, pr), (so, sr) = per["plasticity"], per["stability"]
-        per["sp_balance"] = (_harmonic(po, so), _harmonic(pr, sr))
+    per = {**M.metric_draws(frame, weights, RATE_METRICS),
+           **M.metric_draws(_status_frame(frame), weights, STATUS_METRICS)}
     for error, part in (("update_err", "plasticity"), ("preserve_err", "stability")):
         if part in per:
             observed, resampled = per[part]
             per[error] = (1 - observed, 1 - resampled)
-    if "split" in per and "non_split" in per:
-        (o1, r1), (o2, r2) = per["split"], per["non_split"]
-        per["delta_split"] = (o1 - o2, r1 - r2)
     rows: list[dict[str, object]] = []
     for name, (observed, resampled) in per.items():
         for i, system in enumerate(systems):

@@ -13,7 +13,7 @@ on each draw; its p-value is the two-sided bootstrap p (twice the smaller tail, 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -128,24 +128,29 @@ def bootstrap_ci(counts: EpisodeCounts, weights: np.ndarray | None = None) -> di
     return out
 
 
-def _is(column: str, value: object) -> Callable[[pd.DataFrame], pd.Series]:
+def equals(column: str, value: object) -> Callable[[pd.DataFrame], pd.Series]:
     return lambda f: f[column] == value
 
 
-def _observed(counts: EpisodeCounts) -> np.ndarray:
+def observed_accuracy(counts: EpisodeCounts) -> np.ndarray:
+    """Each system's accuracy over every episode (NaN where nothing counts)."""
     totals = counts.total.sum(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(totals > 0, counts.correct.sum(axis=1) / np.maximum(totals, 1), np.nan)
 
 
 def _harmonic_array(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """SP-Balance per element, undefined (NaN) where either part is, as :func:`harmonic` is None."""
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(a + b > 0, 2 * a * b / np.where(a + b > 0, a + b, 1), 0.0)
+        both = np.where(a + b > 0, 2 * a * b / np.where(a + b > 0, a + b, 1), 0.0)
+    return np.where(np.isnan(a) | np.isnan(b), np.nan, both)
 
+
+Where = Callable[[pd.DataFrame], pd.Series]
 
 #: Metrics the paired bootstrap compares (upstream analysis/paired_bootstrap_ci.json covers the same
 #: families): name -> which scored probes count. sp_balance and delta_split are derived per draw.
-PAIRED_METRICS: dict[str, Callable[[pd.DataFrame], pd.Series]] = {
+PAIRED_METRICS: dict[str, Where] = {
     "overall": lambda f: pd.Series(True, index=f.index),
     "plasticity": lambda f: f["expected_behavior"] == "should_update",
     "stability": lambda f: f["expected_behavior"] == "should_preserve",
@@ -153,8 +158,29 @@ PAIRED_METRICS: dict[str, Callable[[pd.DataFrame], pd.Series]] = {
     "temporal": lambda f: f["probe_type"] == "temporal",
     "split": lambda f: f["split"].fillna(False).astype(bool),
     "non_split": lambda f: ~f["split"].fillna(False).astype(bool),
-    **{f"probe:{kind}": _is("probe_type", kind) for kind in PROBE_ORDER},
+    **{f"probe:{kind}": equals("probe_type", kind) for kind in PROBE_ORDER},
 }
+
+
+def metric_draws(frame: pd.DataFrame, weights: np.ndarray,
+                 subsets: Mapping[str, Where]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """For each named probe subset with anything scored: (observed accuracy per system, accuracy per
+    system on every draw); plus SP-Balance and Δsplit from their parts on each draw, when ``subsets``
+    names plasticity and stability, split and non_split. The one source of per-draw metrics for the
+    paired comparisons and the per-system intervals."""
+    per_metric: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    for name, where in subsets.items():
+        sub = episode_counts(frame, where)
+        if sub.total.sum() == 0:
+            continue
+        per_metric[name] = (observed_accuracy(sub), resampled_accuracy(sub, weights))
+    if "plasticity" in per_metric and "stability" in per_metric:
+        (po, pr), (so, sr) = per_metric["plasticity"], per_metric["stability"]
+        per_metric["sp_balance"] = (_harmonic_array(po, so), _harmonic_array(pr, sr))
+    if "split" in per_metric and "non_split" in per_metric:
+        (o1, r1), (o2, r2) = per_metric["split"], per_metric["non_split"]
+        per_metric["delta_split"] = (o1 - o2, r1 - r2)
+    return per_metric
 
 
 def paired_bootstrap(counts: EpisodeCounts, weights: np.ndarray | None = None, *,
@@ -166,21 +192,10 @@ def paired_bootstrap(counts: EpisodeCounts, weights: np.ndarray | None = None, *
     if len(counts.systems) < 2 or not counts.episodes:
         return pd.DataFrame(columns=columns)
     weights = draws(len(counts.episodes)) if weights is None else weights
-    per_metric: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # name -> (observed, resampled)
     if frame is None:
-        per_metric["overall"] = (_observed(counts), resampled_accuracy(counts, weights))
+        per_metric = {"overall": (observed_accuracy(counts), resampled_accuracy(counts, weights))}
     else:
-        for name, where in PAIRED_METRICS.items():
-            sub = episode_counts(frame, where)
-            if sub.total.sum() == 0:
-                continue
-            per_metric[name] = (_observed(sub), resampled_accuracy(sub, weights))
-        if "plasticity" in per_metric and "stability" in per_metric:
-            (po, pr), (so, sr) = per_metric["plasticity"], per_metric["stability"]
-            per_metric["sp_balance"] = (_harmonic_array(po, so), _harmonic_array(pr, sr))
-        if "split" in per_metric and "non_split" in per_metric:
-            (o1, r1), (o2, r2) = per_metric["split"], per_metric["non_split"]
-            per_metric["delta_split"] = (o1 - o2, r1 - r2)
+        per_metric = metric_draws(frame, weights, PAIRED_METRICS)
     rows = []
     for name, (observed, acc) in per_metric.items():
         for i, a in enumerate(counts.systems):

@@ -118,6 +118,20 @@ def test_paired_bootstrap_between_systems(recording: Path) -> None:
     assert every.loc["sp_balance", "diff"] == pytest.approx(fc_sp - 0.0)
 
 
+def test_sp_balance_is_undefined_on_a_draw_without_one_of_its_parts(tmp_path: Path) -> None:
+    """A draw with no should_preserve episode has no stability, so no SP-Balance (Table 2 prints none
+    either): it must drop out of the interval, not count as SP-Balance 0."""
+    episodes = [Ep("A", "interference", "authoritative_update", "should_update", False, [P("current_value", 1.0)]),
+                Ep("B", "interference", "decoy_no_update", "should_preserve", False, [P("current_value", 1.0)])]
+    path = write_paradigm_recording(tmp_path / "rec", {"full_context": episodes, "naive_rag": episodes})
+    probes = load_paradigm_frames([path]).probes
+    weights = np.array([[2, 0], [0, 2], [1, 1]])   # A only, B only, both
+    per = M.metric_draws(probes, weights, M.PAIRED_METRICS)
+    observed, resampled = per["sp_balance"]
+    assert observed.tolist() == [1.0, 1.0]
+    assert np.isnan(resampled[0, :2]).all() and resampled[0, 2] == 1.0
+
+
 def test_latest_rescore_counts(tmp_path: Path) -> None:
     path = write_paradigm_recording(tmp_path / "rec", {"full_context": fc_episodes()},
                                     rescore={("full_context", "E4", 0): 1.0})
