@@ -118,22 +118,21 @@ class Intervals:
     RAGnorm) on a line under the value, so a table with CIs stays within the report's width."""
 
     def __init__(self, frame: pd.DataFrame | None) -> None:
-        self._by_key: dict[tuple[str, str], tuple[float | None, float | None]] = {}
-        if frame is not None:
-            for r in frame.itertuples(index=False):
-                low, high = r.ci_low, r.ci_high
-                self._by_key[(str(r.system), str(r.metric))] = (
-                    None if low is None or pd.isna(low) else float(low), None if high is None or pd.isna(high) else float(high))
+        self._by_key: dict[tuple[str, str], tuple[float, float] | None] = {}
+        for r in (frame.itertuples(index=False) if frame is not None else ()):
+            known = not (pd.isna(r.ci_low) or pd.isna(r.ci_high))
+            self._by_key[(str(r.system), str(r.metric))] = (float(r.ci_low), float(r.ci_high)) if known else None
 
     def __bool__(self) -> bool:
         return bool(self._by_key)
 
     def under(self, text: str, system: object, metric: str, signed: bool = False, as_ratio: bool = False) -> str:
-        low, high = self._by_key.get((str(system), metric), (None, None))
         if not self._by_key or text == DASH:
             return text
-        if low is None or high is None:
+        interval = self._by_key.get((str(system), metric))
+        if interval is None:
             return f"{text}\n{DASH}"
+        low, high = interval
         if as_ratio:
             return f"{text}\n[{low:.2f}, {high:.2f}]"
         fmt = "{:+.0f}" if signed else "{:.0f}"
