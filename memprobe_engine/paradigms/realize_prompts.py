@@ -71,9 +71,10 @@ def _shape(lead: str, turns: list[tuple[str, str]], examples: dict[int, str]) ->
     lines = [f"{LEAD_MARK} the words that open the first line below; write every line, filling in each ... yourself:",
              f"{lead} ..."]
     for i, (speaker, _what) in enumerate(turns[1:], start=2):
-        said = examples.get(i)
-        lines.append(f"{speaker}: {said if said and not said.endswith('because') else (said or '') + ' ...'}".rstrip())
-    return [line.replace(":  ...", ": ...") for line in lines]
+        said = examples.get(i, "")
+        # An example that stops mid-sentence ("..., because") is continued like the lead.
+        lines.append(f"{speaker}: {said} ..." if said.endswith("because") else f"{speaker}: {said or '...'}")
+    return lines
 
 
 def _avoid_lines(plan: SessionPlan, spec: LatentSpec) -> list[str]:
