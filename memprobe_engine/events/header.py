@@ -57,6 +57,11 @@ def write_header(directory: Path, header: RecordingHeader) -> None:
     tmp.replace(directory / HEADER_FILE)
 
 
+#: What to do about a damaged header: it is written once, when the recording is created, and never again.
+_DAMAGED = ("the recording header is damaged. Restore header.json from a copy of this recording (it is "
+            "written once, when the run starts), or run the command again into a new --record folder.")
+
+
 def read_header(directory: Path) -> RecordingHeader:
     """Read and validate ``header.json``; every failure names the path and what is expected."""
     path = directory / HEADER_FILE
@@ -74,7 +79,7 @@ def read_header(directory: Path) -> RecordingHeader:
     except OSError as err:
         raise RecordingError(f"{path} cannot be read ({err.strerror}).") from None
     except orjson.JSONDecodeError as err:
-        raise RecordingError(f"{path} is not valid JSON ({err}); the recording header is damaged.") from None
+        raise RecordingError(f"{path} is not valid JSON ({err}); {_DAMAGED}") from None
     if not isinstance(raw, dict) or raw.get("format") != FORMAT_NAME:
         raise RecordingError(f"{path} is not a MemProbe recording header (expected \"format\": "
                              f"\"{FORMAT_NAME}\").")
@@ -84,13 +89,12 @@ def read_header(directory: Path) -> RecordingHeader:
                              f"{SCHEMA_VERSION}. Upgrade MemProbe to read it.")
     if not isinstance(version, int) or isinstance(version, bool) or version not in READABLE_VERSIONS:
         raise RecordingError(f"{path}: schema_version {version!r} is not a recording schema version "
-                             f"(this MemProbe reads {', '.join(map(str, sorted(READABLE_VERSIONS)))}); the "
-                             f"recording header is damaged.")
+                             f"(this MemProbe reads {', '.join(map(str, sorted(READABLE_VERSIONS)))}); "
+                             f"{_DAMAGED}")
     try:
         return RecordingHeader.model_validate(raw)
     except (ValidationError, ValueError, RecursionError) as err:
         if not isinstance(err, ValidationError):
-            raise RecordingError(f"{path}: invalid header ({type(err).__name__}); the recording header is "
-                                 f"damaged.") from None
+            raise RecordingError(f"{path}: invalid header ({type(err).__name__}); {_DAMAGED}") from None
         raise RecordingError(f"{path}: invalid header: {err.errors()[0]['msg']} at "
                              f"{'.'.join(map(str, err.errors()[0]['loc']))}") from None
