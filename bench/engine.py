@@ -32,7 +32,7 @@ from memprobe_engine.events.reader import open_recording  # noqa: E402
 from memprobe_engine.llm.config import LLMConfig  # noqa: E402
 from memprobe_engine.llm.spec import parse_spec  # noqa: E402
 from memprobe_engine.recovery.rollout import RolloutSettings  # noqa: E402
-from memprobe_engine.runner import RecoveryPlan, run_recovery  # noqa: E402
+from memprobe_engine.recovery.runner import RecoveryPlan, run_recovery  # noqa: E402
 from tests.functional.recovery_oracle import RecoveryOracle  # noqa: E402
 
 

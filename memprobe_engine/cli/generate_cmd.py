@@ -36,7 +36,7 @@ def users(
 async def _generate(out: Path, n: int, pool_path: Path, prefix: str, overrides: list[str], config: Path | None,
                     seed: int, retries: int) -> None:
     from memprobe_engine.events.header import new_header
-    from memprobe_engine.lifecycle import recorded_run
+    from memprobe_engine.orchestration.lifecycle import recorded_run
     from memprobe_engine.llm.cache import ResponseCache
     from memprobe_engine.llm.client import ChatClient
     from memprobe_engine.llm.config import load_llm_config

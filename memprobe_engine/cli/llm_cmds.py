@@ -57,7 +57,7 @@ async def _ask(question: str, role: str, overrides: list[str], config_file: Path
 
     from memprobe_engine.events.header import new_header
     from memprobe_engine.events.recorder import NULL_RECORDER, Recorder
-    from memprobe_engine.lifecycle import recorded_run
+    from memprobe_engine.orchestration.lifecycle import recorded_run
     from memprobe_engine.llm.cache import ResponseCache
     from memprobe_engine.llm.client import ChatClient
     from memprobe_engine.llm.config import load_llm_config

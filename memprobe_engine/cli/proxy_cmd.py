@@ -57,10 +57,10 @@ async def _serve(record: Path, llm_config: Any, embedding_spec: str, port: int, 
     from memprobe_engine.llm.client import ChatClient
     from memprobe_engine.llm.embeddings import Embedder
     from memprobe_engine.llm.proxy import RecordingProxy
-    from memprobe_engine.runner import RecordedResponses, load_resume_state
+    from memprobe_engine.orchestration.resume import RecordedResponses, read_resume
 
     resumed = (record / HEADER_FILE).exists()
-    responses = load_resume_state(record).responses if resumed else {}
+    responses = read_resume(record).responses
     run_id = "proxy-" + dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     writer = open_writer(record, None if resumed else new_header(run_id, "proxy", {
         "suite": "proxy", "models": llm_config.resolved(), "embeddings": embedding_spec}))

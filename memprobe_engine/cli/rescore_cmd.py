@@ -34,7 +34,7 @@ def rescore(
     from memprobe_engine.llm.cache import ResponseCache
     from memprobe_engine.llm.client import ChatClient
     from memprobe_engine.llm.config import load_llm_config
-    from memprobe_engine.progress import CommandProgress
+    from memprobe_engine.orchestration.progress import CommandProgress
     from memprobe_engine.recovery.rescore import recorded_cases
     from memprobe_engine.recovery.rescore import rescore as run_rescore
 

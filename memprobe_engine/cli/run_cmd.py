@@ -106,8 +106,8 @@ def run(
     from memprobe_engine.recovery.policy import DEFAULT_POLICY, check_policy
     from memprobe_engine.recovery.protocol_config import cap, load_protocol_table, merged, recovery_protocol
     from memprobe_engine.recovery.rollout import RolloutSettings
-    from memprobe_engine.progress import CommandProgress
-    from memprobe_engine.runner import RecoveryPlan, run_recovery
+    from memprobe_engine.orchestration.progress import CommandProgress
+    from memprobe_engine.recovery.runner import RecoveryPlan, run_recovery
 
     if suite == "paradigms":
         from memprobe_engine.cli.run_paradigms import ParadigmOptions, run_paradigms_command

@@ -52,7 +52,7 @@ def run_paradigms_command(options: ParadigmOptions) -> None:
         needs_models,
         run_paradigms,
     )
-    from memprobe_engine.runner import stderr_progress
+    from memprobe_engine.orchestration.progress import stderr_progress
 
     if options.ingest not in GRANULARITIES:
         raise ConfigError(f"--ingest {options.ingest!r}: use turns or session.")

@@ -89,6 +89,14 @@ def parse_embedding_spec(text: str, *, api_key_env: str | None = None, origin: s
     raise ConfigError(f"Embedding spec {text!r}{where} is not valid. Valid forms: {_VALID_FORMS}.")
 
 
+class TextEmbedder(Protocol):
+    """What memory systems and runs need of an embedder: vectors for texts, in order. The
+    :class:`Embedder` (cached, recorded) is the product's; tests pass deterministic doubles."""
+
+    async def embed(self, texts: list[str]) -> FloatMatrix:
+        ...
+
+
 class EmbeddingBackend(Protocol):
     """Turns a batch of texts into raw vectors; the Embedder normalizes, caches and records."""
 

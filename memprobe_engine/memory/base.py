@@ -20,7 +20,7 @@ from pydantic import BaseModel
 
 from memprobe_engine.errors import ConfigError
 from memprobe_engine.events.jsonpatch import make_patch
-from memprobe_engine.events.memory import MemoryOp
+from memprobe_engine.events.memory import MemoryFootprint, MemoryOp
 from memprobe_engine.events.recorder import Recorder
 
 
@@ -122,6 +122,29 @@ class Footprint(BaseModel):
         return self.total_chars / self.n_items if self.n_items else 0.0
 
 
+@dataclass(frozen=True)
+class SystemNeeds:
+    """What a memory system needs from a run, declared on its class as optional class attributes
+    ``needs_embedder: ClassVar[bool]`` and ``model_roles: ClassVar[tuple[str, ...]]``. A system that
+    declares nothing is taken to need both an embedder and the ``memory_writer`` role."""
+
+    embedder: bool = True
+    model_roles: tuple[str, ...] = ("memory_writer",)
+
+
+def needs_of(system_class: type[object]) -> SystemNeeds:
+    """The needs ``system_class`` declares (defaults for what it leaves out)."""
+    default = SystemNeeds()
+    return SystemNeeds(embedder=bool(getattr(system_class, "needs_embedder", default.embedder)),
+                       model_roles=tuple(getattr(system_class, "model_roles", default.model_roles)))
+
+
+def record_footprint(recorder: Recorder, system: MemorySystem) -> None:
+    """Metric E: the store's size once the evidence is in (end of a user's tasks or an episode's sessions)."""
+    fp = system.footprint()
+    recorder.emit(MemoryFootprint(n_items=fp.n_items, total_chars=fp.total_chars, mean_chars=fp.mean_chars))
+
+
 @runtime_checkable
 class MemorySystem(Protocol):
     """What every memory system implements (built-in or plug-in)."""
@@ -147,6 +170,8 @@ class MemorySystem(Protocol):
 
     # Optional: ``async def agent_context(self, query: str, k: int, task_index: int) -> AgentContext``
     # — what the assistant sees for this turn, when it is not simply ``search(query, k)``.
+    # Optional: ``needs_embedder: ClassVar[bool]`` and ``model_roles: ClassVar[tuple[str, ...]]`` —
+    # what the system needs from a run (see SystemNeeds); undeclared means an embedder and memory_writer.
     # Optional: ``async def finish(self) -> None`` — called once after the user's last task, before
     # the store is measured and read, for systems that write in batches (e.g. memt). Not part of
     # the runtime-checked protocol, so systems without batching need not define it.

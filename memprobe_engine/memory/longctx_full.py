@@ -50,6 +50,8 @@ class LongContextFull:
     name: ClassVar[str] = "longctx_full"
     description: ClassVar[str] = ("Stores every task opening and turn verbatim; retrieve mode ranks them "
                                   "by cosine similarity of sentence embeddings.")
+    #: Verbatim storage: no model call of its own, only embeddings.
+    model_roles: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, services: MemoryServices) -> None:
         services.require("longctx_full", embedder=True)

@@ -16,6 +16,8 @@ class NoMemory:
 
     name: ClassVar[str] = "nomem"
     description: ClassVar[str] = "No memory: stores nothing; the baseline floor for recovery scores."
+    needs_embedder: ClassVar[bool] = False
+    model_roles: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, services: MemoryServices) -> None:
         self.services = services

@@ -19,7 +19,7 @@ from importlib import metadata
 from typing import Any, NamedTuple, cast
 
 from memprobe_engine.errors import ConfigError
-from memprobe_engine.memory.base import MemoryServices, MemorySystem
+from memprobe_engine.memory.base import MemoryServices, MemorySystem, SystemNeeds, needs_of
 
 ENTRY_POINT_GROUP = "memprobe.memory_systems"
 DOCS = "docs/memory-systems.md"
@@ -89,6 +89,12 @@ def load_system_class(name_or_path: str) -> type[MemorySystem]:
     raise ConfigError(f"unknown memory system '{name_or_path}'.{hint} Known systems: {known}. Pass one of "
                       f"these, an import path such as 'mypkg.memory:MyMemory', or install a plug-in that "
                       f"registers an entry point in the group '{ENTRY_POINT_GROUP}' (see {DOCS}).")
+
+
+def system_needs(name_or_path: str) -> SystemNeeds:
+    """What the named system declares it needs from a run (an embedder, model roles); loads the class,
+    so a bad name fails here, before any model call."""
+    return needs_of(load_system_class(name_or_path))
 
 
 def create_system(name_or_path: str, services: MemoryServices) -> MemorySystem:

@@ -10,13 +10,13 @@ Usage::
 
     with CommandProgress("run", unit="units") as progress:
         progress.phase("starting models (the embedded 1.5B takes about a minute)")
-        await run_recovery(..., progress=progress.hook)
+        await run_protocol(..., progress=progress.hook)
 
 Model start-up is shown too: while the display is open, the model lifecycle messages of
 ``memprobe_engine.llm`` (assembling the embedded model, starting a llama.cpp or vLLM server, ready
 after N s) become its phases.
 
-``hook`` has the shape of :data:`memprobe_engine.runner.ProgressHook` (message, done, total);
+``hook`` has the shape of :data:`ProgressHook` (message, done, total);
 ``advance``/``set_total``/``note`` serve commands that count their own work.
 """
 
@@ -26,6 +26,7 @@ import datetime as dt
 import logging
 import sys
 import time
+from collections.abc import Callable
 from types import TracebackType
 from typing import IO
 
@@ -33,7 +34,8 @@ from rich.console import Console
 from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TaskID, TextColumn,
                            TimeElapsedColumn, TimeRemainingColumn)
 
-
+#: What a run reports after each step: (message, units done, units in all).
+ProgressHook = Callable[[str, int, int], None]
 
 #: Loggers whose INFO messages are model start-up and shutdown (shown as phases).
 MODEL_LOGGERS = ("memprobe_engine.llm",)
@@ -163,3 +165,9 @@ def _took(seconds: float) -> str:
         return f"{seconds:.0f} s"
     minutes, secs = divmod(round(seconds), 60)
     return f"{minutes} min {secs:02d} s" if minutes < 60 else f"{minutes // 60} h {minutes % 60:02d} min"
+
+
+def stderr_progress(message: str, done: int, total: int) -> None:
+    """Plain progress lines (works over SSH and in logs), for callers without a display."""
+    stamp = dt.datetime.now().strftime("%H:%M:%S")
+    print(f"[{stamp}] {done}/{total} units · {message}", file=sys.stderr, flush=True)

@@ -3,28 +3,25 @@
 The recording lives at ``OUT/_generation/``; its header holds the settings' fingerprint, so a
 resumed run with other settings is refused (it would not be the same run). On resume, every
 response in the recording is served back by request hash — each repair round included — through
-the same layer protocol-A runs use (:class:`~memprobe_engine.runner.RecordedResponses`).
+the same layer protocol-A runs use (:class:`~memprobe_engine.orchestration.resume.RecordedResponses`).
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from memprobe_engine.errors import RecordingError
 from memprobe_engine.events.header import HEADER_FILE, new_header
-from memprobe_engine.events.reader import open_recording
 from memprobe_engine.llm.cache import ResponseStore
 from memprobe_engine.llm.client import BackendFactory, ChatClient
 from memprobe_engine.llm.config import LLMConfig
-from memprobe_engine.lifecycle import recorded_run
+from memprobe_engine.orchestration.lifecycle import recorded_run
+from memprobe_engine.orchestration.resume import RecordedResponses, fingerprint, read_resume
 from memprobe_engine.paradigms.realize import (
     GENERATION_DIR,
     AcceptedSession,
@@ -36,7 +33,6 @@ from memprobe_engine.paradigms.realize import (
 )
 from memprobe_engine.paradigms.realize_recheck import accepted_calls, recheck_written
 from memprobe_engine.paradigms.suite import FACT_TYPES_FILE, load_fact_types, load_specs
-from memprobe_engine.runner import RecordedResponses, load_resume_state
 
 
 @dataclass(frozen=True)
@@ -67,10 +63,6 @@ def accepted_sessions(record: Path) -> dict[str, AcceptedSession]:
             for _, call, prompt in accepted_calls(record) if call.response_text is not None}
 
 
-def _fingerprint(config: dict[str, Any]) -> str:
-    return hashlib.sha256(orjson.dumps(config, option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]
-
-
 def _shapes_text(config: dict[str, Any]) -> dict[str, Any]:
     """What decides the generated text: the realizer settings and which model plays each realizer
     role. A resumed run must match these; other parts of the resolved configuration (timeouts,
@@ -94,19 +86,17 @@ async def realize_suite(request: RealizeRequest, llm_config: LLMConfig, *, cache
     request.out.mkdir(parents=True, exist_ok=True)
     record = request.out / GENERATION_DIR
     config = {"suite": "generate-episodes", "settings": request.settings.config(), "models": llm_config.resolved()}
-    config["fingerprint"] = _fingerprint(config)
-    responses = {}
-    accepted: dict[str, AcceptedSession] = {}
-    resumed = (record / HEADER_FILE).exists()
-    if resumed:
-        with open_recording(record) as reader:
-            previous_config = dict(reader.header.config)
+    config["fingerprint"] = fingerprint(config)
+
+    def check(previous_config: dict[str, Any]) -> None:
         previous = previous_config.get("fingerprint")
         if previous != config["fingerprint"] and _shapes_text(previous_config) != _shapes_text(config):
             raise RecordingError(f"{record} was made with other settings or models (fingerprint {previous} ≠ "
                                  f"{config['fingerprint']}). Resume with the same flags, or pass another --out.")
-        responses = load_resume_state(record).responses
-        accepted = accepted_sessions(record)
+
+    resumed = (record / HEADER_FILE).exists()
+    responses = read_resume(record, check=check).responses  # one pass, the header check first
+    accepted: dict[str, AcceptedSession] = accepted_sessions(record) if resumed else {}
     if request.recheck:
         for failure in recheck_written(request.out, record, specs_all):
             if progress is not None:

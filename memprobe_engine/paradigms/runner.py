@@ -15,34 +15,33 @@ inside the probe's span. Recording layout: run → episode span (``span_kind="ep
 ``episode_id``, ``system``, ``input_protocol``, the episode's labels and ``inputs_ref``, the episode
 stored once as a payload) → ``session`` spans (memory systems) → ``probe`` spans.
 
-Resume works as in protocol A: the same command against the same folder skips units whose span
-closed ``ok`` and serves every recorded model response back by request hash; other settings are
-refused by the header's fingerprint.
+How the run runs (resume, shards, lifecycle, progress) is :mod:`memprobe_engine.orchestration`'s,
+shared with protocol A; this module holds protocol B's plan, its units and one unit's work
+(:class:`ParadigmRun`). A resume is also refused when an episode's content changed since the
+recording was made (``episode_digests`` in the header).
 """
 
 from __future__ import annotations
 
-import datetime as dt
 import hashlib
-import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from memprobe_engine.errors import ConfigError, RecordingError
-from memprobe_engine.events.header import HEADER_FILE, new_header
+from memprobe_engine.errors import ConfigError
 from memprobe_engine.events.memory import Retrieval
 from memprobe_engine.events.paradigms import ProbeAnswer
-from memprobe_engine.events.payloads import PayloadReader
-from memprobe_engine.events.reader import open_recording
-from memprobe_engine.events.recorder import Recorder
-from memprobe_engine.llm.backends.replay import recorded_answers
-from memprobe_engine.llm.types import ChatResult, Usage
-from memprobe_engine.memory.base import MemoryServices, SimClock
+from memprobe_engine.events.run import SpanBegin
+from memprobe_engine.events.union import AnyEvent
+from memprobe_engine.memory.base import MemoryServices, SimClock, record_footprint
+from memprobe_engine.orchestration.progress import ProgressHook
+from memprobe_engine.orchestration.protocol import RunNeeds, RunServices
+from memprobe_engine.orchestration.resume import UnitKey, read_resume
+from memprobe_engine.orchestration.run import run_protocol
+from memprobe_engine.orchestration.units import select_units, shard_record_dir, unit_seed
 from memprobe_engine.paradigms.baselines import (
     HEURISTIC_RULES,
     HEURISTICS,
@@ -66,8 +65,13 @@ from memprobe_engine.paradigms.reader import (
 )
 from memprobe_engine.paradigms.scoring import score_probe
 from memprobe_engine.paradigms.suite import Episode, Probe, Suite, load_suite
-from memprobe_engine.runner import (RecordedResponses, UnitTally, can_resume, close_run_clients, fingerprint, run_units,
-                                    shard_record_dir)
+
+if TYPE_CHECKING:
+    from memprobe_engine.events.recorder import Recorder
+    from memprobe_engine.llm.cache import ResponseStore
+    from memprobe_engine.llm.client import BackendFactory, ChatClient
+    from memprobe_engine.llm.config import LLMConfig
+    from memprobe_engine.llm.embeddings import TextEmbedder
 
 #: Default number of memories a memory system's search returns to the reader.
 DEFAULT_K = 10
@@ -161,49 +165,16 @@ def changed_episodes_message(record: Path, previous: dict[str, Any], config: dic
             f"run them afresh.")
 
 
-def select_units(episodes: Sequence[Episode], systems: Sequence[str],
-                 shard: tuple[int, int]) -> list[tuple[Episode, str]]:
-    units = [(episode, system) for episode in episodes for system in systems]
-    return [unit for i, unit in enumerate(units) if i % shard[1] == shard[0]]
-
-
-def unit_seed(run_seed: int, episode_id: str, system: str) -> int:
-    """A per-unit seed that does not depend on scheduling order."""
-    return zlib.crc32(f"{run_seed}:{episode_id}:{system}".encode())
-
-
-@dataclass
-class ParadigmResume:
-    completed_units: set[tuple[str, str]] = field(default_factory=set)
-    responses: dict[str, ChatResult] = field(default_factory=dict)
-
-
-def load_paradigm_resume(record: Path) -> ParadigmResume:
-    """What an earlier session of this run finished: (episode, system) units and model responses."""
-    state = ParadigmResume()
-    payloads = PayloadReader(record)
-    open_units: dict[str, tuple[str, str]] = {}
-    with open_recording(record) as reader:
-        for event in reader.iter_events(kinds=["span_begin", "span_end", "llm_call"]):
-            if event.kind == "span_begin" and event.span_kind == "episode" and "episode_id" in event.attrs:
-                open_units[event.span_id or ""] = (str(event.attrs["episode_id"]), str(event.system))
-            elif event.kind == "span_end" and event.span_id in open_units and event.status == "ok":
-                state.completed_units.add(open_units[event.span_id or ""])
-            elif event.kind == "llm_call" and event.error is None and event.response_text is not None:
-                for key, text in recorded_answers(event.model_dump(mode="json"), payloads).items():
-                    usage = event.usage if key == event.request_hash else None
-                    state.responses.setdefault(key, ChatResult(text=text, model=event.model, usage=Usage(
-                        prompt_tokens=usage.prompt_tokens if usage else 0,
-                        completion_tokens=usage.completion_tokens if usage else 0)))
-    return state
+#: One unit: an episode and the system (memory system, reference protocol or heuristic) answering it.
+Unit = tuple[Episode, str]
 
 
 @dataclass
 class UnitServices:
-    """Run-wide services shared by every unit."""
+    """Run-wide services shared by every unit, with the plan."""
 
-    chat: Any
-    embedder: Any
+    chat: ChatClient
+    embedder: TextEmbedder | None
     recorder: Recorder
     plan: ParadigmPlan
 
@@ -220,7 +191,6 @@ def _record_probe(ctx: UnitServices, episode: Episode, index: int, probe: Probe,
 
 async def _memory_unit(ctx: UnitServices, episode: Episode, system_name: str) -> None:
     from memprobe_engine.memory.registry import create_system
-    from memprobe_engine.recovery.rollout import record_footprint
 
     services = MemoryServices(recorder=ctx.recorder, clock=SimClock(),
                               seed=unit_seed(ctx.plan.seed, episode.episode_id, system_name), chat=ctx.chat,
@@ -289,9 +259,6 @@ async def run_unit(ctx: UnitServices, episode: Episode, system: str) -> None:
             await _reference_unit(ctx, episode, protocol)
 
 
-ProgressHook = Callable[[str, int, int], None]
-
-
 def check_systems(systems: Sequence[str]) -> None:
     """Fail before any model call on a name that is neither a protocol, a heuristic nor a system."""
     from memprobe_engine.memory.registry import load_system_class
@@ -312,82 +279,81 @@ def needs_models(systems: Sequence[str]) -> bool:
 
 
 def needs_embedder(systems: Sequence[str]) -> bool:
-    return any(s in ("naive_rag", "time_aware_rag") or (input_protocol_of(s) == "memory" and s != "nomem")
+    """The retrieval baselines embed sessions; a memory system embeds when its class says so."""
+    from memprobe_engine.memory.registry import system_needs
+
+    return any(s in ("naive_rag", "time_aware_rag") or (input_protocol_of(s) == "memory" and system_needs(s).embedder)
                for s in systems)
 
 
-async def run_paradigms(plan: ParadigmPlan, record: Path, *, llm_config: Any, concurrency: int = 1,
-                        cache: Any | None = None, backend_factory: Any | None = None, embedder: Any | None = None,
-                        progress: ProgressHook | None = None, signals: bool = False) -> Path:
-    """Run (or resume) a protocol-B benchmark into ``record``; returns the recording directory.
+class ParadigmRun:
+    """Protocol B as the orchestrator runs it (:class:`~memprobe_engine.orchestration.protocol.BenchmarkProtocol`).
 
-    The recording's lifecycle (run_start / run_end with its status, spans left open closed as
-    cancelled, lock released) is :func:`memprobe_engine.lifecycle.recorded_run`'s; ``signals=True``
-    (the CLI) makes SIGTERM end the run as ``interrupted``. Every flag is validated before the
-    recording is created."""
-    from memprobe_engine.lifecycle import recorded_run
-    from memprobe_engine.llm.client import ChatClient
+    Constructing it validates the plan (systems, episodes, paradigms) before any recording exists."""
 
-    check_systems(plan.systems)
-    episodes = plan.select(load_suite(plan.sessions_dir))
-    config = plan.config(episodes, llm_config.resolved() if needs_models(plan.systems) else {})
-    config["fingerprint"] = fingerprint(config)
-    record = shard_record_dir(record, plan.shard)
-    state = ParadigmResume()
-    if (record / HEADER_FILE).exists():
-        with open_recording(record) as reader:
-            previous_config = reader.header.config
-            previous = previous_config.get("fingerprint")
-        stale = changed_episodes_message(record, previous_config, config)
-        if stale is not None:
-            raise RecordingError(stale)
-        if not can_resume(previous_config, config):
-            raise RecordingError(f"{record} holds a run with different settings (fingerprint {previous} ≠ "
-                                 f"{config['fingerprint']}). Resume it with the same command and flags, or pass "
-                                 f"another --record folder.")
-        state = load_paradigm_resume(record)
-    wants_embedder = embedder is None and needs_embedder(plan.systems)
-    if wants_embedder:
-        from memprobe_engine.llm.embeddings import parse_embedding_spec
+    suite = "paradigms"
+    resume_kinds: tuple[str, ...] = ()
 
-        parse_embedding_spec(plan.embedding_spec, origin="--embeddings")  # before any recording exists
-    run_id = "paradigms-" + dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-    header = None if (record / HEADER_FILE).exists() else new_header(run_id, "paradigms", config)
-    async with recorded_run(record, header=header, suite="paradigms", signals=signals,
-                            resumed=bool(state.completed_units or state.responses)) as run:
-        recorder = run.recorder
-        chat = ChatClient(llm_config, recorder=recorder, cache=RecordedResponses(state.responses, cache),
-                          backend_factory=backend_factory)
-        run.scrub = getattr(chat, "scrub", None)
-        units = [(e, s) for e, s in select_units(episodes, plan.systems, plan.shard)
-                 if (e.episode_id, s) not in state.completed_units]
-        try:
-            if wants_embedder:
-                from memprobe_engine.llm.embeddings import Embedder
+    def __init__(self, plan: ParadigmPlan) -> None:
+        check_systems(plan.systems)
+        self.plan = plan
+        self.shard = plan.shard
+        self.episodes = plan.select(load_suite(plan.sessions_dir))
 
-                embedder = Embedder.from_spec(plan.embedding_spec, recorder=recorder)
-            ctx = UnitServices(chat=chat, embedder=embedder, recorder=recorder, plan=plan)
-            with recorder.span("run", "run"):
-                await run_units(
-                    [(f"{episode.episode_id} × {system}", partial(run_unit, ctx, episode, system))
-                     for episode, system in units],
-                    concurrency=concurrency, tally=UnitTally(len(units)), progress=progress)
-        finally:
-            await close_run_clients(chat, embedder)
-    return record
+    def config(self, llm_config: LLMConfig) -> dict[str, Any]:
+        return self.plan.config(self.episodes, llm_config.resolved() if needs_models(self.plan.systems) else {})
+
+    def resume_refusal(self, record: Path, previous: dict[str, Any], config: dict[str, Any]) -> str | None:
+        return changed_episodes_message(record, previous, config)
+
+    def needs(self) -> RunNeeds:
+        return RunNeeds(models=needs_models(self.plan.systems),
+                        embedding_spec=self.plan.embedding_spec if needs_embedder(self.plan.systems) else None)
+
+    def units(self) -> list[Unit]:
+        return [(episode, system) for episode in self.episodes for system in self.plan.systems]
+
+    def unit_key(self, unit: Unit) -> UnitKey:
+        return unit[0].episode_id, unit[1]
+
+    def unit_label(self, unit: Unit) -> str:
+        return f"{unit[0].episode_id} × {unit[1]}"
+
+    def unit_of_span(self, span: SpanBegin) -> UnitKey | None:
+        if span.span_kind == "episode" and "episode_id" in span.attrs:
+            return str(span.attrs["episode_id"]), str(span.system)
+        return None
+
+    def resume_event(self, event: AnyEvent) -> None:
+        return None
+
+    async def run_unit(self, services: RunServices, unit: Unit) -> None:
+        await run_unit(UnitServices(chat=services.chat, embedder=services.embedder, recorder=services.recorder,
+                                    plan=self.plan), *unit)
+
+
+async def run_paradigms(plan: ParadigmPlan, record: Path, *, llm_config: LLMConfig, concurrency: int = 1,
+                        cache: ResponseStore | None = None, backend_factory: BackendFactory | None = None,
+                        embedder: TextEmbedder | None = None, progress: ProgressHook | None = None,
+                        signals: bool = False) -> Path:
+    """Run (or resume) a protocol-B benchmark into ``record``; returns the recording directory (see
+    :func:`memprobe_engine.orchestration.run.run_protocol`)."""
+    return await run_protocol(ParadigmRun(plan), record, llm_config=llm_config, concurrency=concurrency, cache=cache,
+                              backend_factory=backend_factory, embedder=embedder, progress=progress,
+                              signals=signals)
 
 
 def describe_plan(plan: ParadigmPlan, record: Path | None = None) -> list[str]:
     """What ``--dry-run`` prints: units, sessions to ingest, reader calls; no model is called. With
     ``record`` holding an earlier session of the run, units it finished are left out (as resume would)."""
-    check_systems(plan.systems)
-    episodes = plan.select(load_suite(plan.sessions_dir))
-    units = select_units(episodes, plan.systems, plan.shard)
+    run = ParadigmRun(plan)
+    episodes = run.episodes
+    units = select_units(run.units(), plan.shard)
     total, finished = len(units), 0
-    if record is not None and (shard_record_dir(record, plan.shard) / HEADER_FILE).exists():
-        completed = load_paradigm_resume(shard_record_dir(record, plan.shard)).completed_units
-        finished = sum(1 for e, s in units if (e.episode_id, s) in completed)
-        units = [(e, s) for e, s in units if (e.episode_id, s) not in completed]
+    if record is not None:
+        completed = read_resume(shard_record_dir(record, plan.shard), unit_of=run.unit_of_span).completed_units
+        finished = sum(1 for unit in units if run.unit_key(unit) in completed)
+        units = [unit for unit in units if run.unit_key(unit) not in completed]
     by_kind: dict[str, int] = {}
     sessions = reader_calls = 0
     for episode, system in units:
@@ -408,5 +374,5 @@ def describe_plan(plan: ParadigmPlan, record: Path | None = None) -> list[str]:
     return lines
 
 
-__all__ = ["DEFAULT_K", "DEFAULT_SESSION_K", "ParadigmPlan", "describe_plan", "input_protocol_of",
-           "load_paradigm_resume", "run_paradigms", "run_unit"]
+__all__ = ["DEFAULT_K", "DEFAULT_SESSION_K", "ParadigmPlan", "ParadigmRun", "describe_plan", "input_protocol_of",
+           "run_paradigms", "run_unit"]

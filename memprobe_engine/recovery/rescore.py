@@ -20,7 +20,7 @@ from memprobe_engine.events.recorder import Recorder
 from memprobe_engine.events.run import SpanBegin
 from memprobe_engine.events.memory import Retrieval
 from memprobe_engine.events.scoring import JudgeScore, SlotFill
-from memprobe_engine.lifecycle import recorded_run
+from memprobe_engine.orchestration.lifecycle import recorded_run
 from memprobe_engine.recovery.rescore_contract import RescoreRequest, RescoreSink
 from memprobe_engine.memory.timeline import store_at
 from memprobe_engine.recovery.case_material import DialogueTurn, retrieval_for_fill, slot_fill_read

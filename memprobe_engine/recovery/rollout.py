@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memprobe_engine.events.dialogue import Message
-from memprobe_engine.events.memory import MemoryFootprint, Retrieval
+from memprobe_engine.events.memory import Retrieval
 from memprobe_engine.events.recorder import Recorder
 from memprobe_engine.events.recovery import EpisodeEnd, PreferenceJudgment
 from memprobe_engine.events.run import ErrorEvent
@@ -205,8 +205,3 @@ def _abort(recorder: Recorder, episode: Episode, turn: int, why: str) -> Episode
     recorder.emit(EpisodeEnd(task_index=episode.task_index, end_reason="error", turns=turn))
     return episode
 
-
-def record_footprint(recorder: Recorder, system: MemorySystem) -> None:
-    """Metric E at the end of a user's trajectory."""
-    fp = system.footprint()
-    recorder.emit(MemoryFootprint(n_items=fp.n_items, total_chars=fp.total_chars, mean_chars=fp.mean_chars))

@@ -8,17 +8,17 @@ closed ``ok`` is complete and a resumed run skips it.
 from __future__ import annotations
 
 import asyncio
-import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from memprobe_engine.events.recorder import Recorder
-from memprobe_engine.memory.base import MemoryServices, SimClock
+from memprobe_engine.memory.base import MemoryServices, SimClock, record_footprint
 from memprobe_engine.memory.registry import create_system
+from memprobe_engine.orchestration.units import unit_seed
 from memprobe_engine.recovery.attribution import Stage0Cache, attribute
 from memprobe_engine.recovery.inputs import DimensionPool, SimUser, Task
-from memprobe_engine.recovery.rollout import Episode, RolloutSettings, record_footprint, run_episode
+from memprobe_engine.recovery.rollout import Episode, RolloutSettings, run_episode
 from memprobe_engine.recovery.scoring import Mode, score_dimension
 
 
@@ -37,11 +37,6 @@ class UnitContext:
     scoring_concurrency: int = 1
     #: Receives one line per finished episode and scoring phase (the runner prints them on long runs).
     progress: Callable[[str], None] | None = None
-
-
-def unit_seed(run_seed: int, user_id: str, system: str) -> int:
-    """A per-unit seed that does not depend on scheduling order."""
-    return zlib.crc32(f"{run_seed}:{user_id}:{system}".encode())
 
 
 def tasks_for(user: SimUser, dimensions: Sequence[str] | None) -> list[Task]:

@@ -28,7 +28,7 @@ from memprobe_engine.events.paradigms import ProbeAnswer, ProbeScore
 from memprobe_engine.events.reader import DamagedEvent, RecordingReader, open_recording
 from memprobe_engine.events.recorder import Recorder
 from memprobe_engine.events.run import SpanBegin
-from memprobe_engine.lifecycle import recorded_run
+from memprobe_engine.orchestration.lifecycle import recorded_run
 from memprobe_engine.llm.config import LLMConfig, load_llm_config
 from memprobe_engine.llm.spec import parse_spec
 from memprobe_engine.llm.types import ChatMessage, SamplingParams

@@ -24,7 +24,7 @@ from memprobe_engine.memory.registry import create_system
 from memprobe_engine.memory.timeline import store_at
 from memprobe_engine.recovery import unit
 from memprobe_engine.recovery.rescore import Case, gather
-from memprobe_engine.runner import run_recovery
+from memprobe_engine.recovery.runner import run_recovery
 from tests.functional.recovery_oracle import RecoveryOracle, plan_for
 from tests.functional.test_recovery_run import USER, config, dims, plan
 

@@ -321,7 +321,7 @@ def test_imported_users_run_against_any_system(imported: ImportResult, tmp_path:
     from memprobe_engine.llm.config import LLMConfig
     from memprobe_engine.llm.spec import parse_spec
     from memprobe_engine.recovery.rollout import RolloutSettings
-    from memprobe_engine.runner import RecoveryPlan, run_recovery
+    from memprobe_engine.recovery.runner import RecoveryPlan, run_recovery
     from tests.functional.recovery_oracle import RecoveryOracle, plan_for
 
     user = load_users(imported.sessions, ["user_002"])[0]

@@ -19,7 +19,7 @@ from memprobe_engine.llm.spec import parse_spec
 from memprobe_engine.recovery.inputs import load_user
 from memprobe_engine.recovery.policy import ExclusionPolicy
 from memprobe_engine.recovery.rollout import RolloutSettings
-from memprobe_engine.runner import RecoveryPlan, run_recovery
+from memprobe_engine.recovery.runner import RecoveryPlan, run_recovery
 from tests.functional.recovery_oracle import RecoveryOracle, plan_for
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -145,7 +145,7 @@ import asyncio, sys
 from pathlib import Path
 from tests.functional.recovery_oracle import RecoveryOracle, plan_for
 from tests.functional.test_recovery_run import plan, config
-from memprobe_engine.runner import run_recovery
+from memprobe_engine.recovery.runner import run_recovery
 record, dims, delay = Path(sys.argv[1]), sys.argv[2].split(","), float(sys.argv[3])
 plan_for(dims)
 oracle = RecoveryOracle(delay_s=delay)

@@ -21,9 +21,9 @@ from memprobe_engine.errors import ConfigError, LLMError
 from memprobe_engine.events.header import new_header
 from memprobe_engine.events.integrity import check_recording
 from memprobe_engine.events.reader import open_recording
-from memprobe_engine.lifecycle import recorded_run
+from memprobe_engine.orchestration.lifecycle import recorded_run
 from memprobe_engine.llm.types import ChatRequest, ChatResult
-from memprobe_engine.runner import run_recovery
+from memprobe_engine.recovery.runner import run_recovery
 from tests.functional.recovery_oracle import RecoveryOracle, plan_for
 from tests.functional.test_recovery_run import config, dims, plan
 
@@ -112,7 +112,7 @@ import asyncio, sys
 from pathlib import Path
 from tests.functional.recovery_oracle import RecoveryOracle, plan_for
 from tests.functional.test_recovery_run import plan, config
-from memprobe_engine.runner import run_recovery
+from memprobe_engine.recovery.runner import run_recovery
 record, dims, delay = Path(sys.argv[1]), sys.argv[2].split(","), float(sys.argv[3])
 plan_for(dims)
 oracle = RecoveryOracle(delay_s=delay)

@@ -12,7 +12,7 @@ from memprobe_engine.llm.backends.local import Serving, serving_for
 from memprobe_engine.llm.backends.slots import DEFAULT_WAIT_CHARS, SlotRouter, prompt_text
 from memprobe_engine.llm.spec import DEFAULT_LOCAL_SLOTS, ModelSpec, parse_spec
 from memprobe_engine.llm.types import ChatMessage
-from memprobe_engine.runner import can_resume, fingerprint
+from memprobe_engine.orchestration.resume import can_resume, fingerprint
 
 PERSONA = "persona and bank " * 400  # a long prefix shared by every turn of one simulated user
 

@@ -7,7 +7,7 @@ import io
 import logging
 import re
 
-from memprobe_engine.progress import CommandProgress
+from memprobe_engine.orchestration.progress import CommandProgress
 
 
 def test_plain_lines_count_units_give_an_eta_and_show_model_start_up() -> None:

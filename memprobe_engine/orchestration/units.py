@@ -1,0 +1,64 @@
+"""Units and shards: what a run is made of and how its units are scheduled.
+
+A run is a list of independent units (user × system in protocol A, episode × system in protocol B).
+Units run concurrently up to ``concurrency``; inside a unit everything is sequential, since memory
+persists across a user's tasks or an episode's sessions. A shard ``i/n`` takes every n-th unit of
+the full list starting at i, and records into its own folder (merged later by ``memprobe merge``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import zlib
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+from typing import TypeVar
+
+from memprobe_engine.orchestration.progress import ProgressHook
+
+T = TypeVar("T")
+
+
+def select_units(units: Sequence[T], shard: tuple[int, int]) -> list[T]:
+    """The units of shard ``shard`` (index, count), in the run's order."""
+    return [unit for i, unit in enumerate(units) if i % shard[1] == shard[0]]
+
+
+def shard_record_dir(record: Path, shard: tuple[int, int]) -> Path:
+    """Where shard ``shard`` records: ``record`` itself for an unsharded run, else a sibling folder."""
+    return record if shard[1] == 1 else record.with_name(f"{record.name}.shard-{shard[0]}-of-{shard[1]}")
+
+
+def unit_seed(run_seed: int, subject_id: str, system: str) -> int:
+    """A per-unit seed that does not depend on scheduling order (``subject_id``: the user or episode)."""
+    return zlib.crc32(f"{run_seed}:{subject_id}:{system}".encode())
+
+
+class UnitTally:
+    """How many of a run's units have finished, for the progress lines units print while they run."""
+
+    def __init__(self, total: int) -> None:
+        self.done, self.total = 0, total
+
+
+async def run_units(units: Sequence[tuple[str, Callable[[], Awaitable[None]]]], *, concurrency: int,
+                    tally: UnitTally, progress: ProgressHook | None) -> None:
+    """Run ``(label, work)`` units at most ``concurrency`` at a time, in one task group: the first unit
+    to fail cancels the others (their spans end cancelled) and the lifecycle reports that one error."""
+    gate = asyncio.Semaphore(max(1, concurrency))
+
+    async def one(label: str, work: Callable[[], Awaitable[None]]) -> None:
+        async with gate:
+            started = time.monotonic()
+            await work()
+            tally.done += 1
+            if progress is not None:
+                progress(f"{label} done in {time.monotonic() - started:.0f} s", tally.done, tally.total)
+
+    async with asyncio.TaskGroup() as group:
+        for label, work in units:
+            group.create_task(one(label, work))
+
+
+__all__ = ["UnitTally", "run_units", "select_units", "shard_record_dir", "unit_seed"]
