@@ -23,6 +23,9 @@ class KeywordMemory:
 
     name: ClassVar[str] = "keyword"
     description: ClassVar[str] = "Example plug-in: keeps user turns, retrieves by keyword overlap."
+    # What it needs from a run: no embedder, no model of its own (a run then loads neither for it).
+    needs_embedder: ClassVar[bool] = False
+    model_roles: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, services: MemoryServices) -> None:
         self.services = services

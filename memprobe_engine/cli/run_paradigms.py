@@ -74,12 +74,14 @@ def run_paradigms_command(options: ParadigmOptions) -> None:
     llm_config = load_llm_config(options.config, os.environ, list(options.model))  # a bad config fails here
     if options.dry_run:
         from memprobe_engine.cli.dry_run import ResolvedProtocol, print_resolved, role_setting
+        from memprobe_engine.memory.registry import system_needs
 
         roles = []
         if needs_models(plan.systems):
             roles.append(role_setting(llm_config, "reader", temperature=plan.reader.temperature,
                                       max_tokens=plan.reader.max_tokens, note="answers every probe"))
-        if any(input_protocol_of(s) == "memory" and s != "nomem" for s in plan.systems):
+        if any(input_protocol_of(s) == "memory" and "memory_writer" in system_needs(s).model_roles
+               for s in plan.systems):
             roles.append(role_setting(llm_config, "memory_writer", temperature=None, max_tokens=None,
                                       note="memory systems' own calls"))
         print_resolved(ResolvedProtocol(

@@ -93,6 +93,8 @@ class MemT:
     description: ClassVar[str] = ("Mem-T: a memory-operation policy forms facts, experiences, personas and a "
                                   "summary from every user turn with tool calls, revises them against near "
                                   "neighbours, and retrieves with a ReAct tool loop.")
+    #: Writes with memory_writer; retrieves with a ReAct policy on the reader role.
+    model_roles: ClassVar[tuple[str, ...]] = ("memory_writer", "reader")
 
     def __init__(self, services: MemoryServices) -> None:
         services.require("memt", chat=True, embedder=True)

@@ -1,7 +1,7 @@
 """The small interface every benchmark protocol implements, and the services a run hands its units.
 
 A protocol (protocol A's recovery, protocol B's paradigms, a third one tomorrow) says only what is
-its own: the configuration its fingerprint covers, any extra reason to refuse a resume, what the
+its own: the configuration its fingerprint covers, how it reads an older recording's settings, what the
 run needs (models, an embedder), its units in order, how a unit's span names it, and how to run
 one unit. Everything else — shard folder, header check, resume state, the recording's lifecycle,
 the chat client over recorded responses, the embedder, scheduling, progress, closing — is
@@ -65,8 +65,10 @@ class BenchmarkProtocol(Protocol[UnitT]):
         """Everything that decides the run's results; its fingerprint goes in the header."""
         ...
 
-    def resume_refusal(self, record: Path, previous: dict[str, Any], config: dict[str, Any]) -> str | None:
-        """A protocol's own reason not to continue ``record`` (checked before the fingerprint), or None."""
+    def resume_config(self, record: Path, previous: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
+        """``previous`` (the header's config of ``record``) as this protocol compares it with ``config``:
+        upgraded where an older recording lacks a setting it can be shown to have had. Raise
+        :class:`~memprobe_engine.errors.RecordingError` to refuse a resume for the protocol's own reason."""
         ...
 
     def needs(self) -> RunNeeds:

@@ -47,10 +47,8 @@ def run_config(protocol: BenchmarkProtocol[Any], llm_config: LLMConfig) -> dict[
 def resume_checker(protocol: BenchmarkProtocol[Any], record: Path,
                    config: dict[str, Any]) -> Callable[[dict[str, Any]], None]:
     """Refuses a recording made with other settings: the protocol's own reason first, then the fingerprint."""
-    def check(previous: dict[str, Any]) -> None:
-        refusal = protocol.resume_refusal(record, previous, config)
-        if refusal is not None:
-            raise RecordingError(refusal)
+    def check(header_config: dict[str, Any]) -> None:
+        previous = protocol.resume_config(record, header_config, config)
         if not can_resume(previous, config):
             raise RecordingError(different_settings_message(record, previous, config))
     return check

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from memprobe_engine.errors import ConfigError
+from memprobe_engine.errors import ConfigError, RecordingError
 from memprobe_engine.events.memory import Retrieval
 from memprobe_engine.events.paradigms import ProbeAnswer
 from memprobe_engine.events.run import SpanBegin
@@ -149,12 +149,44 @@ def episode_digest(episode: Episode) -> str:
     return hashlib.sha256(orjson.dumps(episode.model_dump(mode="json"), option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]
 
 
+def recorded_episode_digests(record: Path) -> dict[str, str] | None:
+    """The digests of the episodes ``record``'s units ran, from the episode each unit stored as its
+    ``inputs_ref`` payload; None when some unit stored none (then nothing can be checked)."""
+    from memprobe_engine.events.payloads import PayloadReader
+    from memprobe_engine.events.reader import open_recording
+
+    digests: dict[str, str] = {}
+    payloads = PayloadReader(record)
+    with open_recording(record) as reader:
+        for span in reader.iter_events(kinds=["span_begin"]):
+            if span.kind != "span_begin" or span.span_kind != "episode" or "episode_id" not in span.attrs:
+                continue
+            ref = span.attrs.get("inputs_ref")
+            if not isinstance(ref, str):
+                return None
+            stored = payloads.get(ref)
+            digests[str(span.attrs["episode_id"])] = hashlib.sha256(
+                orjson.dumps(stored, option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]
+    return digests
+
+
+def upgraded_digests(record: Path, previous: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
+    """An older header (made before episode contents were fingerprinted) with the digests its units'
+    stored episodes show; episodes it never started take today's (nothing of theirs can mix).
+    Unchanged when some unit stored no episode: the resume is then refused as unverifiable."""
+    recorded = recorded_episode_digests(record)
+    if recorded is None:
+        return previous
+    return {**previous, "episode_digests": {**config["episode_digests"], **recorded}}
+
+
 def changed_episodes_message(record: Path, previous: dict[str, Any], config: dict[str, Any]) -> str | None:
     """Why ``record`` cannot be resumed because of its episodes' contents, or None when they match."""
     before = previous.get("episode_digests")
     now: dict[str, str] = config["episode_digests"]
     if not isinstance(before, dict):
-        return (f"{record} was recorded before MemProbe fingerprinted episode contents, so a resume cannot check "
+        return (f"{record} was recorded before MemProbe fingerprinted episode contents and without a copy of each "
+                f"unit's episode, so a resume cannot check "
                 f"that its episodes are unchanged in {config['sessions']}. Pass another --record folder to run "
                 f"them afresh.")
     changed = sorted(e for e in set(before) & set(now) if before[e] != now[e])
@@ -303,8 +335,13 @@ class ParadigmRun:
     def config(self, llm_config: LLMConfig) -> dict[str, Any]:
         return self.plan.config(self.episodes, llm_config.resolved() if needs_models(self.plan.systems) else {})
 
-    def resume_refusal(self, record: Path, previous: dict[str, Any], config: dict[str, Any]) -> str | None:
-        return changed_episodes_message(record, previous, config)
+    def resume_config(self, record: Path, previous: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
+        if not isinstance(previous.get("episode_digests"), dict):
+            previous = upgraded_digests(record, previous, config)
+        stale = changed_episodes_message(record, previous, config)
+        if stale is not None:
+            raise RecordingError(stale)
+        return previous
 
     def needs(self) -> RunNeeds:
         return RunNeeds(models=needs_models(self.plan.systems),

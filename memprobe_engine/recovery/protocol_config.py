@@ -79,6 +79,7 @@ def recovery_protocol(plan: Any, llm_config: Any) -> Any:
     :class:`~memprobe_engine.llm.resolved.ResolvedProtocol`)."""
     from memprobe_engine.llm.resolved import ResolvedProtocol, role_setting
     from memprobe_engine.memory.memt_react import REACT_PARAMS
+    from memprobe_engine.memory.registry import system_needs
     from memprobe_engine.recovery.policy import DESCRIPTIONS
     from memprobe_engine.recovery.scoring import RETRIEVE_K
 
@@ -88,10 +89,12 @@ def recovery_protocol(plan: Any, llm_config: Any) -> Any:
                           max_tokens=s.simulator_max_tokens)]
     if s.preference_judge:
         roles.append(role_setting(llm_config, "preference_judge", temperature=0.0, max_tokens=s.preference_judge_cap))
-    if any(name not in ("nomem", "longctx_full") for name in plan.systems):
+    roles_of = {name: system_needs(name).model_roles for name in plan.systems}  # declared on each system
+    writers = [name for name, roles_ in roles_of.items() if "memory_writer" in roles_]
+    if writers:
         roles.append(role_setting(llm_config, "memory_writer", temperature=0.0, max_tokens=None,
-                                  note="write side of amem, mem0, memt"))
-    if "memt" in plan.systems:
+                                  note=f"write side of {', '.join(writers)}"))
+    if any("reader" in roles_ for roles_ in roles_of.values()):
         roles.append(role_setting(llm_config, "reader", temperature=REACT_PARAMS.temperature,
                                   max_tokens=REACT_PARAMS.max_tokens, note="memt's ReAct retrieval policy"))
     for role in ("slot_filler", "recovery_judge", "attribution_judge"):

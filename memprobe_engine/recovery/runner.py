@@ -90,8 +90,8 @@ class RecoveryRun:
     def config(self, llm_config: LLMConfig) -> dict[str, Any]:
         return self.plan.config(llm_config.resolved())
 
-    def resume_refusal(self, record: Path, previous: dict[str, Any], config: dict[str, Any]) -> str | None:
-        return None
+    def resume_config(self, record: Path, previous: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
+        return previous
 
     def needs(self) -> RunNeeds:
         embeds = any(system_needs(name).embedder for name in self.plan.systems)
