@@ -1,11 +1,12 @@
 """``memprobe proxy --record DIR``: record any OpenAI-speaking harness into a MemProbe recording.
 
 Starts the loopback recording proxy (:mod:`memprobe_engine.llm.proxy`) with open keys: point a
-harness at the printed base URL, give it any API key — the key names the "system" its calls are
-recorded under (``my-agent``; a key shaped like a real secret is recorded as ``client``) — and
-let it run. The request's ``model`` picks the role when it names one (``agent``, ``reader``, …),
-so ``--model agent=local:fast`` decides who answers. Every call becomes an ``llm_call`` /
-``embedding`` event inside one span per key; Ctrl-C or SIGTERM ends the recording cleanly.
+harness at the printed base URL and let it run. A client names the "system" its calls are recorded
+under with the API key ``mp-NAME`` (or the header ``X-MemProbe-Client: NAME``); any other API key
+is never written or printed — its calls are recorded as ``client-`` and a short salted hash of it.
+The request's ``model`` picks the role when it names one (``agent``, ``reader``, …), so
+``--model agent=local:fast`` decides who answers. Every call becomes an ``llm_call`` /
+``embedding`` event inside one span per client; Ctrl-C or SIGTERM ends the recording cleanly.
 Started again on the same folder, it resumes: every answer already recorded is served back by
 request hash, so a re-run harness repeats no model call.
 """
@@ -88,7 +89,8 @@ async def _serve(record: Path, llm_config: Any, embedding_spec: str, port: int, 
     run_context, run_stack = contextvars.copy_context(), contextlib.ExitStack()
     run_context.run(run_stack.enter_context, recorder.span("proxy", "run"))
     server = RecordingProxy(chat, make_embedder, open_keys=True, default_role="default", port=port,
-                            on_new_key=lambda system: run_context.run(open_session, system))
+                            on_new_key=lambda system: run_context.run(open_session, system),
+                            key_salt=writer.header.run_id)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -100,8 +102,8 @@ async def _serve(record: Path, llm_config: Any, embedding_spec: str, port: int, 
             raise ConfigError(f"--port {port}: cannot listen on 127.0.0.1 ({err.strerror}); pick another "
                               f"port or 0 for a free one.") from None
         print(f"memprobe proxy listening on {server.base_url}", flush=True)
-        print(f"  recording to {record}; point OPENAI_BASE_URL there, the API key names the client; "
-              f"Ctrl-C stops", file=sys.stderr, flush=True)
+        print(f"  recording to {record}; point OPENAI_BASE_URL there; an API key mp-NAME records the "
+              f"client as NAME; Ctrl-C stops", file=sys.stderr, flush=True)
         await stop.wait()
         status = "completed"
     finally:

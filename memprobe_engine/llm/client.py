@@ -18,7 +18,9 @@
    go to the payload store. Failures are recorded too (``error``) before they are raised.
 
 API keys never reach a recording, a log or an error text: every message is scrubbed of the values
-of the key variables the configuration names (and of anything shaped like an ``sk-`` key).
+of the key variables the configuration names, of keys learned while running (:meth:`ChatClient.add_secret`:
+the keys clients send the recording proxy), and of anything shaped like a provider's key
+(:mod:`memprobe_engine.llm.secrets`).
 """
 
 from __future__ import annotations
@@ -28,7 +30,6 @@ import contextlib
 import functools
 import os
 import random
-import re
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -43,6 +44,7 @@ from memprobe_engine.events.recorder import NULL_RECORDER, Recorder
 from memprobe_engine.llm.cache import ResponseStore
 from memprobe_engine.llm.config import LLMConfig
 from memprobe_engine.llm.hashing import current_role, request_hash
+from memprobe_engine.llm.secrets import scrub_shapes
 from memprobe_engine.llm.spec import ModelSpec, parse_spec
 from memprobe_engine.llm.stream_scrub import StreamScrubber
 from memprobe_engine.llm.structured import (StructuredOutputError, parse_structured, parse_with_json_schema,
@@ -59,7 +61,6 @@ RETRY_AFTER_CAP_S = 120.0
 #: A refused connection: retried this many times (at most), after this many seconds.
 REFUSED_RETRIES = 1
 REFUSED_WAIT_S = 0.25
-_KEY_SHAPES = (re.compile(r"sk-[A-Za-z0-9_\-]{8,}"), re.compile(r"(?i)(bearer\s+)\S+"))
 
 BackendFactory = Callable[[ModelSpec], ChatBackend]
 
@@ -168,9 +169,22 @@ class ChatClient:
         self._env = os.environ if env is None else env
         self._backends: dict[str, tuple[ChatBackend, asyncio.Semaphore]] = {}
         self._in_flight: dict[str, asyncio.Future[ChatResult]] = {}
-        writer = recorder.writer
-        if writer is not None and self.secret_values():
-            writer.add_scrub(self.scrub_bytes)  # every line and payload written from now on
+        self._learned_secrets: set[str] = set()
+        if self.secret_values():
+            self._scrub_writes()
+
+    def _scrub_writes(self) -> None:
+        """Filter every line and payload the recording gets from now on through :meth:`scrub_bytes`."""
+        if self.recorder.writer is not None:
+            self.recorder.writer.add_scrub(self.scrub_bytes)
+
+    def add_secret(self, value: str) -> None:
+        """Treat ``value`` as a key from now on: scrubbed from replies, errors and everything written
+        (the recording proxy adds each key a client sends it)."""
+        value = value.strip()
+        if len(value) >= 4 and value not in self._learned_secrets:
+            self._learned_secrets.add(value)
+            self._scrub_writes()
 
     def spec_for(self, role: str) -> ModelSpec:
         return self.config.spec_for(role)
@@ -416,16 +430,15 @@ class ChatClient:
         for spec in self.config.models.values():
             fallback = parse_spec(spec.fallback) if spec.fallback else None
             names |= {s.api_key_env for s in (spec, fallback) if s is not None and s.api_key_env}
-        values = {self._env.get(name, "").strip() for name in names}
+        values = {self._env.get(name, "").strip() for name in names} | self._learned_secrets
         return sorted((v for v in values if len(v) >= 4), key=len, reverse=True)
 
     def scrub(self, text: str) -> str:
-        """Remove API keys: values of the configured key variables, and anything key-shaped."""
+        """Remove API keys: values of the configured key variables and learned keys, and anything
+        key-shaped."""
         for value in self.secret_values():
             text = text.replace(value, "***")
-        for shape in _KEY_SHAPES:
-            text = shape.sub(lambda m: (m.group(1) if m.groups() else "sk-") + "***", text)
-        return text
+        return scrub_shapes(text)
 
     def scrub_bytes(self, blob: bytes) -> bytes:
         """The writer's line filter: configured key values (raw and JSON-escaped) become ``***``."""
@@ -453,9 +466,10 @@ class ChatClient:
     def _recorded_messages(self, messages: list[ChatMessage]) -> list[RecordedMessage]:
         recorded = []
         for message in messages:
-            ref = self.recorder.put_payload(message.content) if len(message.content) > INLINE_LIMIT else None
+            content = self.scrub(message.content)  # a prompt may quote a key (the writer knows only known ones)
+            ref = self.recorder.put_payload(content) if len(content) > INLINE_LIMIT else None
             recorded.append(RecordedMessage(role=message.role, content_ref=ref) if ref is not None
-                            else RecordedMessage(role=message.role, content=message.content))
+                            else RecordedMessage(role=message.role, content=content))
         return recorded
 
     def _record(self, call: _Call, *, parsed: Any = None, excluded: str | None = None,

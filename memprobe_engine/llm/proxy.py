@@ -8,7 +8,11 @@ A third-party memory library makes its own LLM and embedding calls. Pointed at t
 recorded as an ``llm_call`` / ``embedding`` event, answered from the response cache by request
 hash, served by ``replay:DIR`` specs, and never asked again when a run resumes.
 
-Attribution: the token in the API key names the binding (system, role). The events of a call land
+Attribution: the token in the API key names the binding (system, role). With open keys (the
+standalone ``memprobe proxy``) a client names itself: the ``X-MemProbe-Client`` header, or an API key
+``mp-NAME``, records its calls as system ``NAME``; any other key is never written anywhere — its
+calls go under ``client-`` and a short salted hash of it, and the key joins the values the chat
+client scrubs from replies, errors and the recording. The events of a call land
 in the span that was current where the adapter called :meth:`RecordingProxy.attach` — the library
 runs in another thread or task, so the adapter hands the proxy its recording position explicitly
 (a copy of its ``contextvars`` context) instead of relying on the library to carry it.
@@ -37,6 +41,7 @@ from memprobe_engine.events.recorder import Recorder
 from memprobe_engine.llm.client import ChatClient
 from memprobe_engine.llm.config import DEFAULT_ROLE, ROLES, normalize_role
 from memprobe_engine.llm.proxy_http import HTTPRequest, HTTPResponse, LoopbackHTTPServer
+from memprobe_engine.llm.secrets import key_label
 from memprobe_engine.llm.proxy_openai import (
     BadRequest,
     ChatPlan,
@@ -52,6 +57,8 @@ T = TypeVar("T")
 #: Tokens handed to libraries start with this, so a stray real key is never taken for one.
 TOKEN_PREFIX = "mp-"
 _SYSTEM_NAME = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
+#: The header a client may send to name itself (its calls are recorded under that system name).
+CLIENT_HEADER = "x-memprobe-client"
 _NO_RETRY = {"x-should-retry": "false"}  # the openai SDK would otherwise retry a 5xx we already retried
 
 
@@ -71,13 +78,16 @@ class RecordingProxy:
     ``embedder`` may be a zero-argument factory, called on the first embeddings request (loading a
     sentence-transformers model takes seconds a chat-only client should not pay). ``open_keys``
     accepts any API key and names the system after it (the standalone ``memprobe proxy``);
-    otherwise only registered tokens are served; ``on_new_key`` then gives each new key's calls the
-    context (recording position) they are recorded in.
+    otherwise only registered tokens are served; ``on_new_key`` then gives each new client's calls
+    the context (recording position) they are recorded in. ``key_salt`` salts the hash that names a
+    client that did not name itself (the recording's run id: stable across resumes, different
+    between recordings).
     """
 
     def __init__(self, chat: ChatClient, embedder: Any = None, *, open_keys: bool = False,
                  default_role: str = "memory_writer", port: int = 0,
-                 on_new_key: Callable[[str], contextvars.Context] | None = None) -> None:
+                 on_new_key: Callable[[str], contextvars.Context] | None = None, key_salt: str = "") -> None:
+        self._key_salt = key_salt
         self.chat = chat
         self._embedder = embedder
         self._open_keys = open_keys
@@ -143,13 +153,24 @@ class RecordingProxy:
         key = key or request.headers.get("api-key", "") or request.headers.get("x-api-key", "")
         binding = self._bindings.get(key)
         if binding is None and self._open_keys:
-            system = key if _SYSTEM_NAME.match(key) and not key.startswith("sk-") else "client"
+            system = self._client_name(key, request.headers.get(CLIENT_HEADER, "").strip())
             binding = self._bindings.get(f"open:{system}")
             if binding is None:
                 context = self._on_new_key(system) if self._on_new_key else contextvars.copy_context()
                 binding = Binding(token=f"open:{system}", system=system, role=self._default_role, context=context)
                 self._bindings[binding.token] = binding
         return binding
+
+    def _client_name(self, key: str, label: str) -> str:
+        """The system an open-keys client is recorded as: the label it chose (header, or an ``mp-NAME``
+        key), else a salted hash of its key; a key that is not a label is scrubbed from now on."""
+        if not label and key.startswith(TOKEN_PREFIX):
+            label = key[len(TOKEN_PREFIX):]
+        elif key:
+            self.chat.add_secret(key)
+        if label and _SYSTEM_NAME.match(label):
+            return label
+        return key_label(key, self._key_salt) if key else "client"
 
     async def _in_context(self, binding: Binding, work: Coroutine[Any, Any, T]) -> T:
         """Run ``work`` at the binding's recording position, as its system."""

@@ -20,6 +20,7 @@ from memprobe_engine.llm.cache import ResponseCache
 from memprobe_engine.llm.client import ChatClient
 from memprobe_engine.llm.config import load_llm_config
 from memprobe_engine.llm.proxy import RecordingProxy
+from memprobe_engine.llm.secrets import key_label
 from memprobe_engine.llm.types import ChatRequest
 from tests.doubles import (
     BagOfWordsEmbedder,
@@ -174,15 +175,24 @@ async def test_unknown_keys_bad_requests_and_models(tmp_path: Path) -> None:
 
 async def test_open_keys_name_the_system_and_the_model_field_picks_the_role(tmp_path: Path) -> None:
     backend = ScriptedBackend(lambda request: "ok")
+    key = "hf_" + "secretsecretsecret" * 2
     with temp_recording(tmp_path / "rec") as recorder:
-        async with RecordingProxy(_chat(backend, recorder), open_keys=True, default_role="default") as proxy:
-            await _call(lambda: _client_for(proxy, "my-harness").chat.completions.create(
+        chat = _chat(backend, recorder)
+        async with RecordingProxy(chat, open_keys=True, default_role="default", key_salt="run-1") as proxy:
+            await _call(lambda: _client_for(proxy, "mp-my-harness").chat.completions.create(
                 model="agent", messages=[{"role": "user", "content": "q"}]))
-            await _call(lambda: _client_for(proxy, "sk-secretsecretsecret").chat.completions.create(
-                model="gpt-4o", messages=[{"role": "user", "content": "q"}]))
-    first, second = read_events(tmp_path / "rec")
+            await _call(lambda: _client_for(proxy, key).chat.completions.create(
+                model="gpt-4o", messages=[{"role": "user", "content": f"my key is {key}"}]))
+            labelled = openai.OpenAI(base_url=proxy.base_url, api_key=key, max_retries=0,
+                                     default_headers={"X-MemProbe-Client": "named-by-header"})
+            await _call(lambda: labelled.chat.completions.create(model="agent", messages=[{"role": "user", "content": "q"}]))
+    first, second, third = read_events(tmp_path / "rec")
     assert (first["system"], first["role"]) == ("my-harness", "agent")
-    assert (second["system"], second["role"]) == ("client", "default")  # a real-looking key never becomes a name
+    assert (second["system"], second["role"]) == (key_label(key, "run-1"), "default")  # never the key itself
+    assert second["system"].startswith("client-") and len(second["system"]) == len("client-") + 8
+    assert second["messages"][0]["content"] == "my key is ***"
+    assert third["system"] == "named-by-header"
+    assert key not in (tmp_path / "rec" / "events.jsonl").read_text()
 
 
 async def test_a_recording_made_through_the_proxy_answers_it_again_under_replay(tmp_path: Path) -> None:

@@ -35,10 +35,9 @@ def test_every_split_of_the_reply_emits_what_scrubbing_the_whole_reply_emits(siz
 
 
 def test_a_secret_that_ends_like_a_key_shape_is_not_cut_in_two() -> None:
-    scrubber = StreamScrubber(lambda text: text.replace("my-keys", "***"), ["my-keys"])
-    # The trailing "s" could open an sk- token, but it ends a whole configured value: hold all of it.
-    assert scrubber.feed("it is my-keys") == "it is "
-    assert scrubber.flush() == "***"
+    scrubber = StreamScrubber(lambda text: text.replace("my-key.s", "***"), ["my-key.s"])
+    # The trailing "s" could open an sk- token, but it ends a whole configured value: scrub all of it.
+    assert scrubber.feed("it is my-key.s") + scrubber.flush() == "it is ***"
 
 
 async def test_a_streamed_reply_cut_inside_the_key_never_shows_or_records_it(tmp_path: Path) -> None:
@@ -50,3 +49,18 @@ async def test_a_streamed_reply_cut_inside_the_key_never_shows_or_records_it(tmp
     assert KEY not in "".join(pieces) and all(KEY[:6] not in p and KEY[-6:] not in p for p in pieces)
     (event,) = read_events(tmp_path / "rec")
     assert KEY not in event["response_text"] and "***" in event["response_text"]
+
+
+SHAPED = ("hf_" + "a1B2c3D4e5" * 3, "gsk_" + "Z9y8X7w6V5" * 3, "AIzaSy" + "Q1w2E3r4T5" * 3, "ghp_" + "k3Y" * 12,
+          "xai-" + "m0N1b2V3c4" * 3, "sk-ant-api03-" + "Abc123-_" * 4, "github_pat_" + "11AB" * 8)
+
+
+@pytest.mark.parametrize("size", [1, 3, 8])
+def test_keys_of_every_public_shape_are_scrubbed_across_pieces_and_words_stay(size: int) -> None:
+    client = _client(ScriptedBackend([]))
+    reply = "task-oriented hf_hub_download; " + " and ".join(SHAPED) + " end"
+    scrubber = StreamScrubber(client.scrub, client.secret_values())
+    shown = "".join([scrubber.feed(reply[at:at + size]) for at in range(0, len(reply), size)] + [scrubber.flush()])
+    assert shown == client.scrub(reply)
+    assert not any(key[len(key) // 2:] in shown for key in SHAPED)
+    assert shown.startswith("task-oriented hf_hub_download; hf_*** and gsk_*** and AIza***")
