@@ -1,9 +1,19 @@
-"""Persistent, content-addressed response cache: request hash → successful ChatResult.
+"""Persistent, content-addressed response cache: (request hash, endpoint) → successful ChatResult.
 
 One sqlite3 file, ``<cache_dir>/llm-cache.sqlite`` (``$MEMPROBE_CACHE_DIR`` or ``~/.cache/memprobe``),
 shared by every run on the machine: a re-run or a resumed run pays for no request it already made.
 WAL mode and a busy timeout let threads and several processes read and write at once. Only
 successful results are stored — a failure is never replayed from the cache.
+
+The request hash (``hashing.py``) leaves the server out on purpose: a recording's hashes must
+survive a moved server, so that a resume or ``replay:DIR`` finds its answers. This cache is shared
+by every run on the machine, though, and local servers name their models ``m``, ``default`` or a
+path: two checkpoints behind one name must never share answers, nor a wrong URL "succeed" from the
+cache. So an entry is keyed with the *endpoint* as well (``endpoint_of``: an OpenAI-compatible
+server's base URL; empty for the OpenAI API itself, whose model names are global, and for the
+servers MemProbe starts, whose model the hash names). Entries made before the endpoint was part of
+the key still answer requests to the OpenAI API and the embedded model; those to other servers
+are asked again once.
 """
 
 from __future__ import annotations
@@ -11,6 +21,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Protocol
 
@@ -18,6 +29,7 @@ from pydantic import ValidationError
 
 from memprobe_engine.errors import ConfigError
 from memprobe_engine.llm.model_assets import CACHE_ENV, cache_dir
+from memprobe_engine.llm.spec import ModelSpec
 from memprobe_engine.llm.types import ChatResult
 
 CACHE_FILE = "llm-cache.sqlite"
@@ -32,11 +44,27 @@ CREATE TABLE IF NOT EXISTS responses (
 
 
 class ResponseStore(Protocol):
-    """What the chat client needs from a cache (a run may layer its own store over this one)."""
+    """What the chat client needs from a cache (a run may layer its own store over this one):
+    ``key`` is the request hash, ``endpoint`` the server it is asked of (see the module docstring)."""
 
-    def get(self, key: str) -> ChatResult | None: ...
+    def get(self, key: str, endpoint: str = "") -> ChatResult | None: ...
 
-    def put(self, key: str, result: ChatResult) -> None: ...
+    def put(self, key: str, result: ChatResult, endpoint: str = "") -> None: ...
+
+
+def endpoint_of(spec: ModelSpec, env: Mapping[str, str]) -> str:
+    """The endpoint part of a cache key: the base URL an ``openai`` spec is sent to, or ``""`` for
+    the OpenAI API and for every other backend."""
+    if spec.backend != "openai":
+        return ""
+    from memprobe_engine.llm.backends.openai_compat import OPENAI_DEFAULT_URL, resolve_base_url
+
+    url = resolve_base_url(spec.base_url, env)
+    return "" if url == OPENAI_DEFAULT_URL else url
+
+
+def _row_key(key: str, endpoint: str) -> str:
+    return f"{key}@{endpoint}" if endpoint else key
 
 
 class ResponseCache:
@@ -62,10 +90,11 @@ class ResponseCache:
                               f"Set {CACHE_ENV} to a writable folder.") from None
         self._lock = threading.Lock()
 
-    def get(self, key: str) -> ChatResult | None:
-        """The stored result for ``key``, or None. A damaged row counts as a miss."""
+    def get(self, key: str, endpoint: str = "") -> ChatResult | None:
+        """The stored result for ``key`` at ``endpoint``, or None. A damaged row counts as a miss."""
         with self._lock:
-            row = self._db.execute("SELECT result FROM responses WHERE hash = ?", (key,)).fetchone()
+            row = self._db.execute("SELECT result FROM responses WHERE hash = ?",
+                                   (_row_key(key, endpoint),)).fetchone()
         if row is None:
             return None
         try:
@@ -73,12 +102,12 @@ class ResponseCache:
         except ValidationError:
             return None
 
-    def put(self, key: str, result: ChatResult) -> None:
+    def put(self, key: str, result: ChatResult, endpoint: str = "") -> None:
         """Store a successful result (last writer wins; equal keys mean equal requests)."""
         blob = result.model_dump_json()
         with self._lock:
             self._db.execute("INSERT OR REPLACE INTO responses (hash, result, created) VALUES (?, ?, ?)",
-                             (key, blob, time.time()))
+                             (_row_key(key, endpoint), blob, time.time()))
 
     def __len__(self) -> int:
         with self._lock:

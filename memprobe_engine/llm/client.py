@@ -41,7 +41,7 @@ from pydantic import BaseModel
 from memprobe_engine.errors import LLMError, MemProbeError
 from memprobe_engine.events.llm import LLMCall, RecordedMessage, RetryNote, TokenUsage
 from memprobe_engine.events.recorder import NULL_RECORDER, Recorder
-from memprobe_engine.llm.cache import ResponseStore
+from memprobe_engine.llm.cache import ResponseStore, endpoint_of
 from memprobe_engine.llm.config import LLMConfig
 from memprobe_engine.llm.hashing import current_role, request_hash
 from memprobe_engine.llm.secrets import scrub_shapes
@@ -268,7 +268,7 @@ class ChatClient:
         call.requests += 1
         if self.cache is None or call.spec.backend == "replay":
             return None
-        hit = self.cache.get(key)
+        hit = self.cache.get(key, endpoint_of(call.spec, self._env))
         if hit is not None:
             hit = self._scrubbed(hit)  # an entry cached before its key was configured
             call.cache_hits += 1
@@ -278,28 +278,30 @@ class ChatClient:
     def _store(self, call: _Call, key: str, result: ChatResult) -> None:
         call.add_usage(result.usage)
         if self.cache is not None and call.spec.backend != "replay":
-            self.cache.put(key, result)
+            self.cache.put(key, result, endpoint_of(call.spec, self._env))
 
     async def _round(self, call: _Call) -> str:
         """Send the current conversation once (cache, then backend with retries); return the text."""
         request = call.request()
         key = request_hash(request, backend=call.spec.backend)
         result = self._cached(call, key)
-        if result is None and self.cache is not None and call.spec.backend != "replay" and key in self._in_flight:
+        sending = f"{key}@{endpoint_of(call.spec, self._env)}"  # the same request to the same server
+        if result is None and self.cache is not None and call.spec.backend != "replay" and sending in self._in_flight:
             # The same request is already on its way (another unit, concurrently): share its answer
             # exactly as a cache hit would, instead of sending it twice.
-            result = await asyncio.shield(self._in_flight[key])
+            result = await asyncio.shield(self._in_flight[sending])
             call.cache_hits += 1
             call.add_usage(result.usage)
         elif result is None:
-            result = await self._send_once(call, request, key)
+            result = await self._send_once(call, request, sending)
             self._store(call, key, result)
         call.text = result.text
         call.finish_reason = result.finish_reason
         return result.text
 
     async def _send_once(self, call: _Call, request: ChatRequest, key: str) -> ChatResult:
-        """Call the backend, publishing the pending answer so identical concurrent requests wait for it."""
+        """Call the backend, publishing the pending answer so identical concurrent requests to the
+        same server (``key``: request hash and endpoint) wait for it."""
         pending: asyncio.Future[ChatResult] = asyncio.get_running_loop().create_future()
         pending.add_done_callback(lambda done: done.cancelled() or done.exception())  # no "never retrieved"
         self._in_flight[key] = pending

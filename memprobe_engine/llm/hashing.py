@@ -12,7 +12,9 @@ The hash is the sha256 (hex) of the canonical JSON (orjson, keys sorted at every
 
 These are exactly the inputs that change what a model answers. Deliberately *not* part of it:
 base URL, API key, timeouts, concurrency, retries, and server-side settings (``extra_args``,
-``extra_body``) — moving a server or re-keying an account must not invalidate a cache. Unset
+``extra_body``) — moving a server or re-keying an account must not invalidate a recording's
+replay keys. The shared response cache adds the endpoint to this hash (``cache.py``), so two
+servers that give one model name never share answers there. Unset
 sampling fields are left out so that adding an optional field to SamplingParams keeps old hashes.
 Bump ``HASH_VERSION`` if the document above ever changes shape.
 """

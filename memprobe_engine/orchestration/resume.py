@@ -69,22 +69,25 @@ def different_settings_message(record: Path, previous: dict[str, Any], config: d
 
 
 class RecordedResponses:
-    """A cache layer that answers from the recording being resumed, then from the persistent cache."""
+    """A cache layer that answers from the recording being resumed, then from the persistent cache.
+    The recording's answers are keyed by request hash alone: a resume asks the endpoints it was
+    recorded with (its header pins them), and a recording made before the endpoint was part of the
+    cache key must still be served."""
 
     def __init__(self, recorded: dict[str, ChatResult], fallback: ResponseStore | None) -> None:
         self._recorded = recorded
         self._fallback = fallback
 
-    def get(self, key: str) -> ChatResult | None:
+    def get(self, key: str, endpoint: str = "") -> ChatResult | None:
         hit = self._recorded.get(key)
         if hit is not None:
             return hit
-        return self._fallback.get(key) if self._fallback is not None else None
+        return self._fallback.get(key, endpoint) if self._fallback is not None else None
 
-    def put(self, key: str, result: ChatResult) -> None:
+    def put(self, key: str, result: ChatResult, endpoint: str = "") -> None:
         self._recorded[key] = result
         if self._fallback is not None:
-            self._fallback.put(key, result)
+            self._fallback.put(key, result, endpoint)
 
 
 @dataclass

@@ -109,3 +109,25 @@ def test_damaged_cache_file_is_a_config_error(tmp_path: Path) -> None:
     (tmp_path / CACHE_FILE).write_bytes(b"this is not sqlite" * 100)
     with pytest.raises(ConfigError, match="Delete the file"):
         ResponseCache(tmp_path)
+
+
+def test_the_same_model_name_at_two_endpoints_is_asked_at_both(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The shared cache never serves one server's answer for another's: `llm ask` against two servers
+    that both call their model `m` sends one request to each; asking the first again is a cache hit."""
+    from typer.testing import CliRunner
+
+    from memprobe_engine.cli import app
+    from tests.unit.test_llm_openai_http import FakeServer, completion
+
+    first, second = FakeServer([completion("from the first server")]), FakeServer([completion("from the second")])
+    monkeypatch.setenv("MEMPROBE_CACHE_DIR", str(tmp_path / "cache"))
+    try:
+        outputs = [CliRunner().invoke(app, ["llm", "ask", "Which server are you?", "--model", f"openai:m@{server.url}"])
+                   for server in (first, second, first)]
+    finally:
+        first.close()
+        second.close()
+    assert [result.exit_code for result in outputs] == [0, 0, 0], [result.output for result in outputs]
+    assert (len(first.requests), len(second.requests)) == (1, 1)
+    assert "from the first server" in outputs[0].output and "from the second" in outputs[1].output
+    assert "from the first server" in outputs[2].output
