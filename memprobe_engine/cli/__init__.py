@@ -1,14 +1,19 @@
 """The ``memprobe`` command line (typer). Each command group lives in its own module.
 
 ``main`` turns every :class:`MemProbeError` into one line on stderr and exit status 2 — users see
-what to fix, not a traceback.
+what to fix, not a traceback. Ctrl-C and SIGTERM end a command with :data:`INTERRUPTED_LINE` and
+exit status 130 / 143 (128 + the signal): typer would turn the KeyboardInterrupt into a silent exit
+130 before ``main`` saw it, so the command group hands it on as :class:`StoppedBySignal` instead.
 """
 
 from __future__ import annotations
 
+import signal
 import sys
+from typing import Any
 
 import typer
+from typer.core import TyperGroup
 from rich.console import Console
 from rich.markup import escape
 
@@ -17,7 +22,40 @@ from memprobe_engine.errors import MemProbeError
 
 help_format.install()  # flags are shown without a "<bool>" type in --help
 
+#: The one line an interrupted command prints (a recording it was writing is closed; the same
+#: command continues it).
+INTERRUPTED_LINE = "interrupted; resume with the same command"
+
+
+class StoppedBySignal(Exception):
+    """Ctrl-C or SIGTERM stopped the command; ``signum`` says which (exit status 128 + signum)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(f"interrupted by {signal.Signals(signum).name}")
+        self.signum = signum
+
+
+class _Commands(TyperGroup):
+    """The command group: a KeyboardInterrupt leaves it as :class:`StoppedBySignal`, which typer
+    passes on to :func:`main` (it swallows KeyboardInterrupt itself)."""
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt as err:
+            # lifecycle.Interrupted names the signal (SIGTERM); a plain one is Ctrl-C.
+            raise StoppedBySignal(getattr(err, "signum", None) or signal.SIGINT) from None
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    """SIGTERM outside a run's own handler (startup, a report): stop like Ctrl-C, named as SIGTERM."""
+    from memprobe_engine.orchestration.lifecycle import Interrupted
+
+    raise Interrupted(signum)
+
+
 app = typer.Typer(
+    cls=_Commands,
     name="memprobe",
     help="Audit the long-term memory of LLM agents: run benchmarks, record every step, replay and report.",
     no_args_is_help=True,
@@ -44,6 +82,7 @@ app.add_typer(import_cmd.import_app, name="import")
 
 def main() -> None:
     """Console-script entry point."""
+    signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         app()
     except MemProbeError as err:
@@ -56,8 +95,7 @@ def main() -> None:
             "[bold red]error:[/] an input file is nested too deeply to read (thousands of levels of brackets). "
             "Check the sessions / config files passed to this command.", markup=True)
         sys.exit(2)
-    except KeyboardInterrupt as err:
-        signum = getattr(err, "signum", None)  # lifecycle.Interrupted: stopped by SIGTERM
-        Console(stderr=True).print(f"interrupted{f' ({err})' if signum else ''}; the recording is closed and "
-                                   f"can be resumed" if signum else "interrupted")
-        sys.exit(128 + signum if signum else 130)
+    except (StoppedBySignal, KeyboardInterrupt) as err:  # KeyboardInterrupt: one outside the commands
+        signum = getattr(err, "signum", None) or signal.SIGINT
+        print(INTERRUPTED_LINE, file=sys.stderr, flush=True)
+        sys.exit(128 + signum)

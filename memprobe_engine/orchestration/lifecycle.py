@@ -12,7 +12,7 @@ recording, or continuing one when ``header`` is None), emits ``run_start``, and 
 - closes the writer, which releases the lock.
 
 With ``signals=True`` (the CLI), SIGTERM cancels the run's task like Ctrl-C does, and the context
-then raises :class:`Interrupted` (a KeyboardInterrupt) so the command exits quietly with 143. A
+then raises :class:`Interrupted` (a KeyboardInterrupt) so the command exits with 143 and its one line. A
 fatal error inside a task group arrives as an ExceptionGroup; :func:`first_error` picks the one
 error to show, so the user reads one line, not one per unit.
 """

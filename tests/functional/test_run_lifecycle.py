@@ -149,3 +149,62 @@ def test_sigterm_ends_the_run_interrupted_and_the_rerun_repeats_no_request(tmp_p
                        if not e.cache_hit)  # type: ignore[union-attr]
     assert live and max(live.values()) == 1, "the resumed run repeated a request"
     assert _intact(record)
+
+
+class SilentEndpoint:
+    """A loopback OpenAI-compatible URL that takes every request and never answers (a call in flight)."""
+
+    def __init__(self) -> None:
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        self.requests = 0
+        self.release = threading.Event()
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+                outer.requests += 1
+                outer.release.wait(120)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.release.set()
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+MEMPROBE = str(Path(sys.executable).with_name("memprobe"))
+
+
+@pytest.mark.parametrize("signum,status", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_sigterm_and_ctrl_c_on_memprobe_run_exit_143_and_130_with_the_resume_line(
+        tmp_path: Path, signum: signal.Signals, status: int) -> None:
+    endpoint = SilentEndpoint()
+    record = tmp_path / "rec"
+    try:
+        proc = subprocess.Popen(
+            [MEMPROBE, "run", "--record", str(record), "--users", "sim_01", "--dims", dims(1)[0], "--systems", "nomem",
+             "--model", f"default=openai:m@{endpoint.url}", "--no-cache"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, "NO_COLOR": "1"})
+        deadline = time.time() + 120
+        while endpoint.requests == 0 and proc.poll() is None and time.time() < deadline:
+            time.sleep(0.05)
+        assert endpoint.requests, "the run never called the endpoint"
+        proc.send_signal(signum)  # as `kill -TERM PID` (or Ctrl-C) does
+        out, err = proc.communicate(timeout=60)
+    finally:
+        endpoint.close()
+    lines = err.decode().strip().splitlines()
+    assert proc.returncode == status, err.decode()
+    assert lines[-1] == "interrupted; resume with the same command", err.decode()
+    assert "Traceback" not in err.decode() + out.decode()
+    [(ended, reason)] = _ends(record)
+    assert ended == "interrupted" and (reason == "SIGTERM" or signum == signal.SIGINT)
