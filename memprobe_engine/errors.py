@@ -23,6 +23,11 @@ class LLMError(MemProbeError):
     """An LLM endpoint failed in a way retries cannot fix (unreachable, bad key, unknown model)."""
 
 
+class ContextOverflow(LLMError):
+    """The endpoint refused a request as longer than its context window. Retrying cannot help, and
+    it is not the end of a run: the caller records the case as an overflow under its exclusion policy."""
+
+
 class ReplayMiss(LLMError):
     """A replay backend was asked for a request the recording does not hold."""
 

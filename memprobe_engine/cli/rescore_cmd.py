@@ -28,12 +28,16 @@ def rescore(
                                                        "attribution_judge; default: the embedded model).")] = None,
     config: Annotated[Optional[Path], typer.Option(help="TOML config with \\[models].")] = None,
     no_attribution: Annotated[bool, typer.Option("--no-attribution", help="Skip attribution stages.")] = False,
+    context_tokens: Annotated[Optional[int], typer.Option(
+        "--context-tokens", min=256, help="Tokens the models' context holds (default: the spec's context_tokens; "
+        "the embedded model: 8192 per slot). The embedded server then gives one request that whole context "
+        "(up to 32768), so a large store is read instead of recorded as an overflow.")] = None,
 ) -> None:
     """Re-score recorded cases without re-running the memory system; originals stay untouched."""
     from memprobe_engine.events.reader import open_recording
     from memprobe_engine.llm.cache import ResponseCache
     from memprobe_engine.llm.client import ChatClient
-    from memprobe_engine.llm.config import load_llm_config
+    from memprobe_engine.llm.config import load_llm_config, with_context
     from memprobe_engine.orchestration.progress import CommandProgress
     from memprobe_engine.recovery.rescore import recorded_cases
     from memprobe_engine.recovery.rescore import rescore as run_rescore
@@ -51,7 +55,9 @@ def rescore(
         raise ConfigError(f"{recording}: no recorded scores match the filters (users={users}, dims={dims}, "
                           f"systems={systems}, mode={mode}).")
     llm_config = load_llm_config(config, os.environ, role_specs(model))
-    context = llm_config.spec_for("slot_filler").context_tokens or 128_000
+    if context_tokens is not None:
+        llm_config = with_context(llm_config, context_tokens, where="--context-tokens")
+    context = llm_config.spec_for("slot_filler").context_budget()
     with CommandProgress("rescore", unit="cases", total=len(cases)) as progress:
         begun = [0]
 
@@ -70,10 +76,15 @@ def rescore(
     table = Table("user", "system", "dimension", "mode", "original", "new", "label", "attribution")
     for r in results:
         table.add_row(r.case.user_id, r.case.system, r.case.dimension, r.case.mode, _fmt(r.original_score),
-                      _fmt(r.score) if r.excluded is None else f"excluded: {r.excluded[:30]}", r.label or "",
+                      ("overflow: " if r.overflow else "") + (_fmt(r.score) if r.excluded is None else f"excluded: {r.excluded[:30]}"), r.label or "",
                       r.attribution or "")
     console.print(table)
     console.print(f"appended {len(results)} re-score(s) to {recording}")
+    overflowed = sum(1 for r in results if r.overflow)
+    if overflowed:
+        console.print(f"{overflowed} case(s) overflowed the reader's context of {context:,} tokens and were recorded "
+                      f"as overflow ({results[0].policy} policy); --context-tokens raises it (the embedded model "
+                      f"holds up to 32,768).")
 
 
 def _fmt(value: float | None) -> str:

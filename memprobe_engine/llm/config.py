@@ -23,6 +23,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from memprobe_engine.errors import ConfigError
+from memprobe_engine.llm.model_assets import resolve_tier
 from memprobe_engine.llm.spec import ModelSpec, parse_spec, spec_from_table
 
 DEFAULT_ROLE = "default"
@@ -53,6 +54,24 @@ class LLMConfig(BaseModel):
         """What a recording header stores: every role's effective spec (env var *names* only)."""
         roles = {role: self.spec_for(role).resolved() for role in (DEFAULT_ROLE, *ROLES)}
         return {"models": roles}
+
+
+def with_context(config: LLMConfig, tokens: int, *, where: str) -> LLMConfig:
+    """``config`` with every role's context set to ``tokens``. An embedded model then gets that
+    context in one slot (unless the spec names its slots): a long request needs the tokens, not
+    parallel sequences, and four slots of 32k would hold four times the memory for nothing."""
+    models: dict[str, ModelSpec] = {}
+    for role, spec in config.models.items():
+        update: dict[str, Any] = {"context_tokens": tokens}
+        if spec.backend == "local":
+            limit = resolve_tier(spec.model).context_limit
+            if tokens > limit:
+                raise ConfigError(f"{where} {tokens}: the embedded model local:{spec.model} was trained for "
+                                  f"{limit:,} tokens at most; use a value up to {limit}.")
+            if spec.slots is None:
+                update |= {"slots": 1, "concurrency": 1}
+        models[role] = spec.model_copy(update=update)
+    return LLMConfig(models=models)
 
 
 def default_config() -> LLMConfig:

@@ -58,6 +58,8 @@ class ModelTier:
     size: int
     sha256: str
     filename: str
+    #: The context the model was trained for (Qwen2.5's 32,768); the embedded server is never sized past it.
+    context_limit: int = 32_768
 
     def distribution(self, index: int) -> str:
         """PyPI distribution name of part ``index`` (1-based)."""

@@ -40,6 +40,10 @@ SLOTS_ENV = "MEMPROBE_LOCAL_SLOTS"
 PROMPT_CACHE_ENV = "MEMPROBE_LOCAL_PROMPT_CACHE"
 DRAFT_ENV = "MEMPROBE_LOCAL_DRAFT"
 DEFAULT_LOCAL_TIER = "1.5b"
+#: Tokens per slot of the embedded server when a local spec sets no context_tokens.
+LOCAL_CONTEXT_TOKENS = 8192
+#: The context assumed for a remote endpoint whose spec sets no context_tokens (today's hosted models).
+REMOTE_CONTEXT_TOKENS = 128_000
 
 VALID_FORMS = ("openai:MODEL, openai:MODEL@http://HOST:PORT/v1, local, local:1.5b, local:fast (0.5b tier), "
                "vllm:HF_MODEL_ID, replay:RECORDING_DIR, replay:RECORDING_DIR|FALLBACK_SPEC")
@@ -101,6 +105,14 @@ class ModelSpec(BaseModel):
                 default = parse_spec(self.fallback).concurrency  # misses go to the fallback: pace for it
             object.__setattr__(self, "concurrency", default)
         return self
+
+    def context_budget(self) -> int:
+        """Tokens one request may hold: ``context_tokens`` when set, else what the embedded server
+        really gives a slot, else a hosted model's usual window. A store is checked against this
+        before it is sent, so it must not promise more than the server holds."""
+        if self.context_tokens is not None:
+            return self.context_tokens
+        return LOCAL_CONTEXT_TOKENS if self.backend == "local" else REMOTE_CONTEXT_TOKENS
 
     def spec_string(self) -> str:
         """The short form of this spec (fields a string cannot carry are left out)."""

@@ -67,6 +67,8 @@ class RescoreResult:
     original_score: float | None
     attribution: str | None = None
     events: list[Any] = field(default_factory=list)
+    overflow: bool = False
+    policy: ExclusionPolicy = "paper"
 
 
 class _ObservedRecorder(Recorder):
@@ -207,7 +209,8 @@ async def _one(chat: Any, recorder: _ObservedRecorder, material: CaseMaterial, c
                                     mode=case.mode, stage0=stage0, on_text=on_text, max_tokens=max_tokens,
                                     policy=policy)
     return RescoreResult(case=case, label=fill.label, score=score.score, reason=score.reason, excluded=score.excluded,
-                         original_score=material.original_score, attribution=label, events=recorder.emitted[first:])
+                         original_score=material.original_score, attribution=label, events=recorder.emitted[first:],
+                         overflow=fill.overflow, policy=policy)
 
 
 async def rescore_dimension(request: RescoreRequest, sink: RescoreSink, *,
@@ -240,5 +243,5 @@ async def rescore_dimension(request: RescoreRequest, sink: RescoreSink, *,
     # original output of the same model.
     await rescore(request.recording, cases,
                   chat_factory=lambda recorder: ChatClient(config, recorder, cache=None),
-                  context_tokens=config.spec_for("slot_filler").context_tokens or 128_000,
+                  context_tokens=config.spec_for("slot_filler").context_budget(),
                   on_text=lambda stage, piece: sink.text(piece, stage), on_event=on_event)

@@ -125,7 +125,7 @@ class RecoveryRun:
             self._context = UnitContext(
                 chat=services.chat, embedder=services.embedder, recorder=services.recorder, pool=self.pool,
                 settings=self.plan.settings, modes=self.plan.modes,
-                reader_context_tokens=reader_spec.context_tokens or 128_000, stage0=self.stage0,
+                reader_context_tokens=reader_spec.context_budget(), stage0=self.stage0,
                 scoring_concurrency=services.concurrency, progress=services.progress)
         return self._context
 

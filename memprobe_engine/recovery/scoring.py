@@ -18,6 +18,7 @@ from typing import Any, Literal
 import orjson
 from pydantic import BaseModel
 
+from memprobe_engine.errors import ContextOverflow
 from memprobe_engine.events.memory import Retrieval
 from memprobe_engine.events.recorder import Recorder
 from memprobe_engine.events.scoring import JudgeScore, SlotFill
@@ -90,17 +91,14 @@ async def slot_fill(chat: Any, recorder: Recorder, entry: BankEntry, pool_entry:
     messages = prompts.slot_fill_messages(entry.dimension, entry.category, CATEGORY_GUIDE[entry.category], memory_json)
     needed = estimate_tokens(messages) + (max_tokens or 0)
     if needed > context_tokens:
-        size = (f"store of {len(memory)} items needs about {needed:,} tokens; the reader's context holds "
-                f"{context_tokens:,}")
-        if policy == "paper":
-            return recorder.emit(SlotFill(
-                mode=mode, label="unknown", overflow=True,
-                reason=f"{size}. Paper policy: the release sent it anyway, the call failed and the answer "
-                       f"was scored as unknown"))
-        return recorder.emit(SlotFill(mode=mode, label=None, overflow=True, excluded=size,
-                                      reason="not truncated: auditability diagnostic (audit policy)"))
-    outcome = await ask(chat, "slot_filler", messages, params=SamplingParams(temperature=0.0, max_tokens=max_tokens),
-                        schema=SlotFillAnswer, stage="slot_fill", on_text=on_text)
+        return _overflow(recorder, mode, policy, f"store of {len(memory)} items needs about {needed:,} tokens; "
+                                                 f"the reader's context holds {context_tokens:,}")
+    try:
+        outcome = await ask(chat, "slot_filler", messages,
+                            params=SamplingParams(temperature=0.0, max_tokens=max_tokens),
+                            schema=SlotFillAnswer, stage="slot_fill", on_text=on_text)
+    except ContextOverflow as err:  # the estimate let it through, the server counted more tokens
+        return _overflow(recorder, mode, policy, f"store of {len(memory)} items: {err}")
     if outcome.parsed is None:
         if policy == "paper":
             return recorder.emit(SlotFill(mode=mode, label=release_label(outcome.text), call_seq=outcome.call_seq,
@@ -110,6 +108,18 @@ async def slot_fill(chat: Any, recorder: Recorder, entry: BankEntry, pool_entry:
     answer: SlotFillAnswer = outcome.parsed
     return recorder.emit(SlotFill(mode=mode, label=answer.label.strip(), reason=answer.reason,
                                   call_seq=outcome.call_seq))
+
+
+def _overflow(recorder: Recorder, mode: Mode, policy: ExclusionPolicy, size: str) -> SlotFill:
+    """A store too large for the reader, as the policy records it: never truncated, never the end of
+    the run."""
+    if policy == "paper":
+        return recorder.emit(SlotFill(
+            mode=mode, label="unknown", overflow=True,
+            reason=f"{size}. Paper policy: the release sent it anyway, the call failed and the answer "
+                   f"was scored as unknown"))
+    return recorder.emit(SlotFill(mode=mode, label=None, overflow=True, excluded=size,
+                                  reason="not truncated: auditability diagnostic (audit policy)"))
 
 
 def is_unknown(label: str) -> bool:

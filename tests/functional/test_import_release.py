@@ -334,3 +334,51 @@ def test_imported_users_run_against_any_system(imported: ImportResult, tmp_path:
     record = asyncio.run(run_recovery(plan, tmp_path / "run", llm_config=config, backend_factory=lambda spec: oracle))
     scores = [e for e in open_recording(record).iter_events(kinds=["judge_score"])]
     assert {(e.dimension, e.mode) for e in scores} == {(d, m) for d in chosen for m in ("dump_all", "retrieve")}
+
+
+#: Characters a llama.cpp slot of 8,192 tokens holds of the release's JSON stores (the mem0 store
+#: of user_001, 40,781 characters, counted 15,822 tokens on the embedded model: 2.6 per token).
+_SLOT_CHARS = int(8192 * 2.6)
+
+
+@pytest.mark.parametrize("policy", ["paper", "audit"])
+def test_rescore_of_a_store_larger_than_the_context_records_an_overflow_and_scores_the_rest(
+        imported: ImportResult, tmp_path: Path, policy: str) -> None:
+    """Issue #22 (9): the server refuses the mem0 user's full store as longer than its context. That
+    case is an overflow under the chosen policy (paper: unknown = 0; audit: excluded with the
+    diagnostic); the retrieve cases that fit are scored; the command does not end."""
+    from memprobe_engine.errors import ContextOverflow
+    from memprobe_engine.llm.client import ChatClient
+    from memprobe_engine.llm.config import LLMConfig
+    from memprobe_engine.llm.spec import parse_spec
+    from memprobe_engine.llm.types import ChatRequest, ChatResult
+    from memprobe_engine.recovery.rescore import Case, rescore
+    from tests.functional.recovery_oracle import RecoveryOracle
+
+    class ContextLimitedOracle(RecoveryOracle):
+        async def complete(self, request: ChatRequest) -> ChatResult:
+            if sum(len(m.content) for m in request.messages) > _SLOT_CHARS:
+                raise ContextOverflow("http://127.0.0.1:9/v1 refused the request as longer than the model's "
+                                      "context (HTTP 400: the request exceeds the available context size)")
+            return await super().complete(request)
+
+    record = tmp_path / "mem0"
+    shutil.copytree(imported.recordings["mem0_pooled_50"], record, ignore=shutil.ignore_patterns("writer.lock"))
+    dims = ("mathematics_skill", "writing_skill")
+    cases = [Case("user_001", "mem0", d, m) for d in dims for m in ("dump_all", "retrieve")]
+    config = LLMConfig(models={"default": parse_spec("openai:scripted@http://127.0.0.1:9/v1")})
+    results = asyncio.run(rescore(record, cases, context_tokens=1_000_000, attribution=False,
+                                  policy=policy,  # type: ignore[arg-type]
+                                  chat_factory=lambda recorder: ChatClient(
+                                      config, recorder, backend_factory=lambda spec: ContextLimitedOracle())))
+    by_mode = {(r.case.dimension, r.case.mode): r for r in results}
+    for dimension in dims:
+        full, top = by_mode[(dimension, "dump_all")], by_mode[(dimension, "retrieve")]
+        assert top.score == 1.0 and top.excluded is None, "a case that fits is scored"
+        if policy == "paper":
+            assert (full.label, full.score, full.excluded) == ("unknown", 0.0, None)
+        else:
+            assert full.score is None and "longer than the model's context" in (full.excluded or "")
+    with open_recording(record) as reader:
+        fills = list(reader.iter_events(kinds=["slot_fill"]))[-4:]
+    assert [f.overflow for f in fills] == [True, False, True, False]

@@ -134,3 +134,25 @@ def test_missing_config_file_and_unknown_cli_role(tmp_path: Path) -> None:
         load_llm_config(tmp_path / "absent.toml", {}, [])
     with pytest.raises(ConfigError, match="unknown role 'judge'"):
         load_llm_config(None, {}, ["judge=local"])
+
+
+def test_context_budget_of_a_local_spec_is_what_its_server_gives_a_slot() -> None:
+    """Issue #22 (9): the store-size check used 128,000 tokens for the embedded model, whose server
+    holds 8,192 per slot, so a 15,822-token store was sent and the server's refusal ended the rescore."""
+    from memprobe_engine.llm.backends.local import LocalBackend
+
+    local = parse_spec("local:1.5b")
+    assert local.context_budget() == LocalBackend(local).context_tokens == 8192
+    assert parse_spec("openai:gpt-4o-mini").context_budget() == 128_000
+    assert local.model_copy(update={"context_tokens": 16384}).context_budget() == 16384
+
+
+def test_with_context_gives_the_embedded_model_one_slot_of_that_context() -> None:
+    from memprobe_engine.errors import ConfigError
+    from memprobe_engine.llm.config import LLMConfig, with_context
+
+    config = with_context(LLMConfig(models={"default": parse_spec("local:1.5b")}), 20000, where="--context-tokens")
+    spec = config.spec_for("slot_filler")
+    assert (spec.context_tokens, spec.slots, spec.concurrency) == (20000, 1, 1)
+    with pytest.raises(ConfigError, match="--context-tokens 40000.*32,768"):
+        with_context(config, 40000, where="--context-tokens")

@@ -54,7 +54,6 @@ from memprobe_engine.llm.types import ChatRequest, ChatResult
 
 log = logging.getLogger(__name__)
 
-DEFAULT_CONTEXT_TOKENS = 8192
 #: Host-memory prompt cache: KV states of earlier prompts, restored when a role's prompt comes back
 #: after another role used the slot. Bounded so a long run cannot grow the process without limit.
 PROMPT_CACHE_RAM_MIB = 1024
@@ -337,7 +336,7 @@ class LocalBackend(ServerBackend):
                            f"with --model / MEMPROBE_MODEL.")
         self.spec = spec
         self.tier = resolve_tier(spec.model).name
-        self.context_tokens = spec.context_tokens or DEFAULT_CONTEXT_TOKENS
+        self.context_tokens = spec.context_budget()
         self.serving = serving_for(spec, self.tier)
         self._server: EmbeddedServer | None = None
         self._inner: OpenAICompatBackend | None = None

@@ -19,7 +19,7 @@ from urllib.parse import urlparse
 import openai
 from openai import AsyncOpenAI
 
-from memprobe_engine.errors import ConfigError, LLMError
+from memprobe_engine.errors import ConfigError, ContextOverflow, LLMError
 from memprobe_engine.llm.spec import ModelSpec
 from memprobe_engine.llm.types import ChatRequest, ChatResult, TransientBackendError, Usage
 
@@ -222,6 +222,9 @@ class OpenAICompatBackend:
             return TransientBackendError(f"{url} answered with an invalid body ({detail})")
         if isinstance(err, openai.APIStatusError):
             status = err.status_code
+            if status in (400, 413) and any(marker in detail.lower() for marker in CONTEXT_OVERFLOW_MARKERS):
+                return ContextOverflow(f"{url} refused the request as longer than the model's context "
+                                       f"(HTTP {status}: {detail}).")
             if status >= 500 or status in (408, 409):
                 return TransientBackendError(f"{url} failed with HTTP {status} ({detail})",
                                              retry_after_s=_retry_after(err))
@@ -231,6 +234,13 @@ class OpenAICompatBackend:
         if isinstance(err, (LLMError, TransientBackendError)):
             return err
         return LLMError(f"request to {url} failed unexpectedly: {detail}")
+
+
+#: How servers say a request is longer than the context: llama.cpp (``exceed_context_size_error``,
+#: "exceeds the available context size"), OpenAI (``context_length_exceeded``), vLLM ("maximum
+#: context length").
+CONTEXT_OVERFLOW_MARKERS = ("exceed_context_size", "exceeds the available context", "context_length_exceeded",
+                            "maximum context length")
 
 
 def _refused(err: BaseException) -> bool:
