@@ -7,6 +7,7 @@ Also here: the vLLM launcher against a fake ``vllm`` executable.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import sys
@@ -301,3 +302,98 @@ async def test_loopback_servers_are_reached_past_a_proxy(serve: Any, monkeypatch
     outcome = await client.chat("agent", ask())
     await client.aclose()
     assert outcome.text == "direct" and len(server.requests) == 1
+
+
+async def test_a_request_longer_than_the_context_is_a_context_overflow_not_retried(serve: Any) -> None:
+    """Issue #22 (9): llama.cpp's own answer to a prompt longer than a slot's context becomes
+    ContextOverflow, which the slot-filler records as a per-case overflow; it is not retried."""
+    from memprobe_engine.errors import ContextOverflow
+
+    body = json.dumps({"error": {"code": 400, "message": "the request exceeds the available context size, try "
+                                 "increasing it", "type": "exceed_context_size_error", "n_prompt_tokens": 15822,
+                                 "n_ctx": 8192}}).encode()
+    server = serve([(400, {"Content-Type": "application/json"}, body)])
+    client = client_for(server.url)
+    with pytest.raises(ContextOverflow) as caught:
+        await client.chat("slot_filler", ask("x" * 1000))
+    await client.aclose()
+    assert "longer than the model's context" in str(caught.value) and len(server.requests) == 1
+
+
+@pytest.fixture
+def quick_silence(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The silence watch's clocks shrunk from tens of seconds to fractions, same logic."""
+    from memprobe_engine.llm.backends import silence
+
+    monkeypatch.setattr(silence, "SILENCE_CHECK_S", 0.3)
+    monkeypatch.setattr(silence, "PROBE_TIMEOUT_S", 0.3)
+    monkeypatch.setattr(silence, "HEARTBEAT_S", 0.2)
+
+
+def test_a_silent_endpoint_is_reported_within_a_minute_by_default() -> None:
+    from memprobe_engine.llm.backends import silence
+
+    assert silence.SILENCE_CHECK_S + silence.PROBE_TIMEOUT_S <= 60
+
+
+async def test_hung_endpoint_that_accepts_and_never_answers_is_reported_as_silent(quick_silence: None) -> None:
+    """Issue #22 (8): a loopback server that accepts every connection and never answers ends the call
+    in one line naming the URL, without retries, and the line does not advise raising max_retries."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    connections: list[socket.socket] = []
+
+    def accept_forever() -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                connections.append(listener.accept()[0])  # read nothing, answer nothing
+
+    threading.Thread(target=accept_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}/v1"
+    client = client_for(url)
+    started = time.monotonic()
+    try:
+        with pytest.raises(LLMError) as caught:
+            await client.chat("slot_filler", ask())
+    finally:
+        await client.aclose()
+        listener.close()
+        for connection in connections:
+            connection.close()
+    message = str(caught.value)
+    assert time.monotonic() - started < 5
+    assert url in message and "sent nothing" in message and "hung" in message
+    assert "max_retries" not in message and "\n" not in message
+    assert len(connections) == 2, "one request and one probe: a silent endpoint is not retried"
+
+
+async def test_busy_endpoint_that_answers_probes_is_waited_for_with_a_heartbeat(
+        serve: Any, quick_silence: None, caplog: pytest.LogCaptureFixture) -> None:
+    def slow(seen: dict[str, Any]) -> Reply:
+        time.sleep(1.0)
+        return completion("done at last")
+
+    server = serve([slow])
+    client = client_for(server.url)
+    with caplog.at_level("WARNING", logger="memprobe_engine.llm"):
+        outcome = await client.chat("slot_filler", ask())
+    await client.aclose()
+    assert outcome.text == "done at last" and len(server.requests) == 1
+    beats = [r.getMessage() for r in caplog.records if "still waiting" in r.getMessage()]
+    assert beats and server.url in beats[0] and "busy, not hung" in beats[0]
+
+
+async def test_timeouts_on_every_attempt_do_not_advise_more_retries(serve: Any) -> None:
+    def slow(seen: dict[str, Any]) -> Reply:
+        time.sleep(0.5)
+        return completion("late")
+
+    server = serve([slow])
+    config = load_llm_config(None, {}, [f"openai:test-model@{server.url}"])
+    spec = config.spec_for("default").model_copy(update={"timeout_s": 0.1, "max_retries": 1})
+    client = ChatClient(LLMConfig(models={"default": spec}), backoff_base_s=0.01, backoff_max_s=0.02, env={})
+    with pytest.raises(LLMError) as caught:
+        await client.chat("default", ask())
+    await client.aclose()
+    assert "did not answer in time" in str(caught.value) and "max_retries" not in str(caught.value)

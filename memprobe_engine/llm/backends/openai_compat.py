@@ -12,14 +12,17 @@ from __future__ import annotations
 import errno
 import ipaddress
 import os
-from collections.abc import AsyncIterator, Mapping
-from typing import Any, Literal
+from collections.abc import AsyncIterator, Awaitable, Mapping
+from typing import Any, Literal, TypeVar
 from urllib.parse import urlparse
 
+import httpx
 import openai
 from openai import AsyncOpenAI
 
 from memprobe_engine.errors import ConfigError, ContextOverflow, LLMError
+from memprobe_engine.llm.backends import silence
+from memprobe_engine.llm.backends.silence import EndpointSilent, answer_or_silence
 from memprobe_engine.llm.spec import ModelSpec
 from memprobe_engine.llm.types import ChatRequest, ChatResult, TransientBackendError, Usage
 
@@ -31,6 +34,7 @@ _CONNECT_TIMEOUT_S = 10.0
 #: ``max_completion_tokens`` instead (the recovery release's client makes the same distinction).
 REASONING_PREFIXES = ("gpt-5", "o1", "o3", "o4")
 TokenParam = Literal["auto", "max_tokens", "max_completion_tokens"]
+T = TypeVar("T")
 
 
 def token_parameter(model: str, setting: TokenParam = "auto") -> str:
@@ -48,6 +52,13 @@ class EndpointUnreachable(TransientBackendError):
 
     hint = ("Check the URL in --model / MEMPROBE_MODEL / MEMPROBE_MODEL_<ROLE> / the config file's "
             "[models] table, or start the server.")
+
+
+class EndpointTimedOut(TransientBackendError):
+    """A request's timeout ran out with no answer; ``hint`` says what helps (not more retries)."""
+
+    hint = ("The endpoint stayed silent on every attempt: check that the server is running and not hung, or "
+            "raise timeout_s in the role's [models.ROLE] table if it is only slow.")
 
 
 def is_loopback(url: str) -> bool:
@@ -145,7 +156,10 @@ class OpenAICompatBackend:
         """One attempt; see the module docstring for how failures are classified. ``extra_body`` adds
         server-specific request fields that are not part of the request's identity (a slot to use)."""
         try:
-            response: Any = await self._client.chat.completions.create(**self._arguments(request, extra_body))
+            response: Any = await self._watched(self._client.chat.completions.create(
+                **self._arguments(request, extra_body)))
+        except EndpointSilent:
+            raise
         except Exception as err:  # noqa: BLE001 — every SDK failure is classified, none escapes raw
             raise self._classify(err) from None
         choices = getattr(response, "choices", None)
@@ -169,8 +183,10 @@ class OpenAICompatBackend:
                      extra_body: dict[str, Any] | None = None) -> AsyncIterator[str]:
         """Yield content deltas as the server produces them."""
         try:
-            chunks: Any = await self._client.chat.completions.create(**self._arguments(request, extra_body),
-                                                                     stream=True)
+            chunks: Any = await self._watched(self._client.chat.completions.create(
+                **self._arguments(request, extra_body), stream=True))
+        except EndpointSilent:
+            raise
         except Exception as err:  # noqa: BLE001
             raise self._classify(err) from None
         try:
@@ -187,6 +203,22 @@ class OpenAICompatBackend:
     async def aclose(self) -> None:
         await self._client.close()
 
+    async def _watched(self, pending: Awaitable[T]) -> T:
+        """``pending`` (a request to this endpoint), ended early if the endpoint falls silent."""
+        return await answer_or_silence(pending, url=self.base_url, model=self.model, answers=self._answers)
+
+    async def _answers(self) -> bool:
+        """Whether the endpoint answers anything (any HTTP status) to ``GET /models`` on a new
+        connection within the probe timeout: alive, perhaps busy, rather than hung."""
+        loopback = is_loopback(self.base_url)
+        async with httpx.AsyncClient(trust_env=not loopback, timeout=silence.PROBE_TIMEOUT_S) as probe:
+            try:
+                await probe.get(f"{self.base_url.rstrip('/')}/models",
+                                headers={"Authorization": f"Bearer {self._api_key}"})
+            except httpx.HTTPError:
+                return False
+        return True
+
     def _scrub(self, text: str) -> str:
         if self._api_key and self._api_key != LOOPBACK_DUMMY_KEY:
             text = text.replace(self._api_key, "***")
@@ -197,7 +229,7 @@ class OpenAICompatBackend:
         url = self.base_url
         detail = self._scrub(_describe(err))
         if isinstance(err, openai.APITimeoutError):
-            return TransientBackendError(f"{url} did not answer in time ({detail})")
+            return EndpointTimedOut(f"{url} did not answer in time ({detail})")
         if isinstance(err, openai.APIConnectionError):
             cause = self._scrub(str(err.__cause__ or err))
             refused = _refused(err)
