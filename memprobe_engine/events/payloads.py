@@ -19,6 +19,7 @@ from typing import Any
 
 import orjson
 
+from memprobe_engine.events.fs_errors import recording_os_error
 from memprobe_engine.errors import RecordingError
 
 PAYLOADS_FILE = "payloads.jsonl"
@@ -149,7 +150,10 @@ class PayloadWriter:
         ref = payload_hash(data)
         with self._lock:
             if ref not in self._known:
-                os.write(self._fd, orjson.dumps({"hash": ref, "data": data}) + b"\n")
+                try:
+                    os.write(self._fd, orjson.dumps({"hash": ref, "data": data}) + b"\n")
+                except OSError as err:
+                    raise recording_os_error(self._path, err, "store a payload") from None
                 self._known.add(ref)
         return ref
 

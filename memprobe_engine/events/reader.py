@@ -29,6 +29,7 @@ import numpy as np
 import orjson
 from pydantic import ValidationError
 
+from memprobe_engine.events.fs_errors import recording_os_error
 from memprobe_engine.errors import RecordingError
 from memprobe_engine.events.base import SCHEMA_VERSION, EventBase
 from memprobe_engine.events.checksum import unseal
@@ -128,10 +129,17 @@ class RecordingReader:
         #: Schema 2 on: every line must carry its seal; older recordings are checked where sealed
         #: (a resumed old run appends sealed lines).
         self._seal_required = self._version >= 2
-        self._fd = os.open(self.path, os.O_RDONLY)
+        try:
+            self._fd = os.open(self.path, os.O_RDONLY)
+        except OSError as err:
+            raise recording_os_error(self.path, err, "read the events") from None
         self._cache: OrderedDict[int, AnyEvent] = OrderedDict()
         self._payloads = PayloadReader(directory)
-        self.refresh()
+        try:
+            self.refresh()
+        except OSError as err:
+            os.close(self._fd)
+            raise recording_os_error(self.path, err, "read the events") from None
 
     # -- index -------------------------------------------------------------------------------
     def refresh(self) -> int:

@@ -20,6 +20,7 @@ import orjson
 
 from memprobe_engine.errors import RecordingError
 from memprobe_engine.events.base import EventBase
+from memprobe_engine.events.fs_errors import recording_os_error
 from memprobe_engine.events.checksum import CHECKSUM_FIELD, seal, unseal
 from memprobe_engine.events.header import (EVENTS_FILE, HEADER_FILE, RecordingHeader, read_header,
                                            write_header)
@@ -42,6 +43,7 @@ class EventWriter:
         self._scrubs: list[ScrubBytes] = []
         self.payloads = PayloadWriter(directory, scrub=self._scrub)
         self.closed = False
+        self.failed: RecordingError | None = None
 
     def add_scrub(self, scrub: ScrubBytes) -> None:
         """Filter every line and payload written from now on through ``scrub`` (the chat client adds
@@ -67,7 +69,7 @@ class EventWriter:
             if not event.time:
                 event.time = time.time()
             line = seal(self._scrub(orjson.dumps(event.model_dump(exclude_none=True)))) + b"\n"
-            os.write(self._fd, line)
+            self._append(line)
             self._next_seq += 1
         return event
 
@@ -78,9 +80,20 @@ class EventWriter:
             data["seq"] = seq
             data.setdefault("time", time.time())
             data.pop(CHECKSUM_FIELD, None)  # a copied line's old seal; the line is sealed anew
-            os.write(self._fd, seal(self._scrub(orjson.dumps(data))) + b"\n")
+            self._append(seal(self._scrub(orjson.dumps(data))) + b"\n")
             self._next_seq += 1
             return seq
+
+    def _append(self, line: bytes) -> None:
+        """Append one line. After a failed write (a full disk) every later write fails with the same
+        one-line error, so the many tasks of a run end with one message, not one traceback each."""
+        if self.failed is not None:
+            raise self.failed
+        try:
+            os.write(self._fd, line)
+        except OSError as err:
+            self.failed = recording_os_error(self.directory / EVENTS_FILE, err, "append an event")
+            raise self.failed from None
 
     def put_payload(self, data: Any) -> str:
         return self.payloads.put(data)
@@ -110,8 +123,11 @@ def open_writer(directory: Path | str, header: RecordingHeader | None = None) ->
     exists = (directory / HEADER_FILE).exists()
     if not exists and header is None:
         raise RecordingError(f"{directory}: no recording to continue ({HEADER_FILE} missing).")
-    directory.mkdir(parents=True, exist_ok=True)
-    lock_fd = _acquire_lock(directory)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        lock_fd = _acquire_lock(directory)
+    except OSError as err:
+        raise recording_os_error(directory, err, "create or lock the recording") from None
     try:
         if exists:
             header = read_header(directory)
@@ -120,11 +136,18 @@ def open_writer(directory: Path | str, header: RecordingHeader | None = None) ->
             assert header is not None
             write_header(directory, header)
             next_seq = 0
+        return EventWriter(directory, header, next_seq, lock_fd)
+    except OSError as err:
+        _unlock(lock_fd)
+        raise recording_os_error(directory, err, "open the recording for writing") from None
     except BaseException:
-        fcntl.flock(lock_fd, fcntl.LOCK_UN)
-        os.close(lock_fd)
+        _unlock(lock_fd)
         raise
-    return EventWriter(directory, header, next_seq, lock_fd)
+
+
+def _unlock(lock_fd: int) -> None:
+    fcntl.flock(lock_fd, fcntl.LOCK_UN)
+    os.close(lock_fd)
 
 
 def _acquire_lock(directory: Path) -> int:

@@ -14,6 +14,7 @@ model, ``local:1.5b``.
 
 from __future__ import annotations
 
+import difflib
 import re
 import tomllib
 from collections.abc import Mapping
@@ -103,19 +104,44 @@ def _check_role(role: str, where: str) -> str:
     return name
 
 
-def _from_file(path: Path) -> dict[str, ModelSpec]:
-    """Read ``[models]`` from a TOML file; every error names the file and the key."""
+#: The tables a config file may hold: ``[models]`` (read here) and ``[protocol]``
+#: (:mod:`memprobe_engine.recovery.protocol_config`). Anything else is a typo, refused before any
+#: model is assembled or started: a misspelled ``[modles]`` would otherwise leave every role on
+#: the embedded model without a word.
+CONFIG_TABLES = ("models", "protocol")
+
+
+def read_config_file(path: Path) -> dict[str, Any]:
+    """The TOML of a ``--config`` file, its top-level names checked; ConfigError naming the file and
+    the fix for anything unreadable or unknown."""
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ConfigError(f"Config file {path} does not exist: fix the --config path "
                           f"or create the file.") from None
+    except IsADirectoryError:
+        raise ConfigError(f"Config file {path} is a folder: give --config the path of a TOML file.") from None
     except OSError as err:
-        raise ConfigError(f"Config file {path} cannot be read: {err.strerror}.") from None
-    except UnicodeDecodeError:
-        raise ConfigError(f"Config file {path} is not UTF-8 text.") from None
+        raise ConfigError(f"Config file {path} cannot be read ({err.strerror}): check its permissions "
+                          f"(chmod u+r) or give --config another file.") from None
+    except UnicodeDecodeError as err:
+        raise ConfigError(f"Config file {path} is not UTF-8 text (byte {err.start} is not valid UTF-8): save it "
+                          f"as UTF-8 (e.g. iconv -f latin1 -t utf-8).") from None
     except tomllib.TOMLDecodeError as err:
         raise ConfigError(f"Config file {path} is not valid TOML: {err}.") from None
+    unknown = [name for name in data if name not in CONFIG_TABLES]
+    if unknown:
+        name = unknown[0]
+        close = difflib.get_close_matches(name, CONFIG_TABLES, n=1)
+        guess = f" (did you mean [{close[0]}]?)" if close else ""
+        raise ConfigError(f"{path}: unknown table [{name}]{guess}; a config file holds only "
+                          f"{', '.join(f'[{t}]' for t in CONFIG_TABLES)}. Fix the name or remove it.")
+    return data
+
+
+def _from_file(path: Path) -> dict[str, ModelSpec]:
+    """Read ``[models]`` from a TOML file; every error names the file and the key."""
+    data = read_config_file(path)
     section = data.get("models", {})
     if not isinstance(section, dict):
         raise ConfigError(f"{path}: `models` must be a table ([models]) mapping roles to model specs.")

@@ -137,15 +137,19 @@ async def recorded_run(directory: Path | str, *, header: RecordingHeader | None,
             loop.remove_signal_handler(signal.SIGTERM)
         if cancel_strays:
             await _cancel_strays(before, task)
-        recorder.close_open_spans()
-        status, reason = _status_of(None if error is None else first_error(error), run.signum)
-        if reason is not None and run.scrub is not None:
-            reason = run.scrub(reason)
-        if status == "failed" and error is not None:
-            shown = first_error(error)
-            recorder.emit(ErrorEvent(where=suite, error_type=type(shown).__name__, message=(reason or "")[:2000]))
-        recorder.emit(RunEnd(status=status, reason=(reason or run.note)))
-        writer.close()
+        try:
+            if writer.failed is None:  # after a failed write (a full disk) nothing more can be written
+                recorder.close_open_spans()
+                status, reason = _status_of(None if error is None else first_error(error), run.signum)
+                if reason is not None and run.scrub is not None:
+                    reason = run.scrub(reason)
+                if status == "failed" and error is not None:
+                    shown = first_error(error)
+                    recorder.emit(ErrorEvent(where=suite, error_type=type(shown).__name__,
+                                             message=(reason or "")[:2000]))
+                recorder.emit(RunEnd(status=status, reason=(reason or run.note)))
+        finally:
+            writer.close()  # the lock is released even when the closing events cannot be written
     if error is not None:
         if run.signum is not None:
             raise Interrupted(run.signum) from None

@@ -8,13 +8,13 @@ given on the command line wins over the file; a setting given in neither keeps t
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from memprobe_engine.errors import ConfigError
+from memprobe_engine.llm.config import read_config_file
 from memprobe_engine.llm.spec import first_validation_problem
 from memprobe_engine.recovery.policy import ExclusionPolicy
 
@@ -45,12 +45,7 @@ def load_protocol_table(path: Path | None) -> ProtocolTable:
     """The ``[protocol]`` table of ``path`` (empty when there is no file or no table)."""
     if path is None:
         return ProtocolTable()
-    try:
-        data: dict[str, Any] = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ConfigError(f"--config {path}: no such file.") from None
-    except tomllib.TOMLDecodeError as err:
-        raise ConfigError(f"{path}: not valid TOML ({err}).") from None
+    data = read_config_file(path)
     table = data.get("protocol", {})
     if not isinstance(table, dict):
         raise ConfigError(f"{path}: `protocol` must be a table ([protocol]).")

@@ -19,6 +19,7 @@ from typing import Any
 import pandas as pd
 
 from memprobe_engine.errors import ConfigError
+from memprobe_engine.report.render import output_folder
 
 MODE_NAMES = {"dump_all": "full store (dump_all)", "retrieve": "top-k (retrieve)"}
 
@@ -68,7 +69,7 @@ def system_b(scores: pd.DataFrame) -> pd.DataFrame:
 def recovery_plots(scores: pd.DataFrame, folder: Path) -> list[Path]:
     """The protocol-A figures; returns the files written."""
     plt = _pyplot()
-    folder.mkdir(parents=True, exist_ok=True)
+    output_folder(folder)
     written: list[Path] = []
     if scores.empty:
         return written
@@ -131,7 +132,7 @@ def paradigm_plots(probes: pd.DataFrame, folder: Path) -> list[Path]:
     from memprobe_engine.paradigms.metrics import PROBE_ORDER, breakdown, system_metrics
 
     plt = _pyplot()
-    folder.mkdir(parents=True, exist_ok=True)
+    output_folder(folder)
     written: list[Path] = []
     if probes.empty:
         return written

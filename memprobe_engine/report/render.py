@@ -149,16 +149,32 @@ def export(frames_tables: Mapping[str, pd.DataFrame], out_dir: Path,
     unknown = set(formats) - FORMATS
     if unknown:
         raise ConfigError(f"export formats {sorted(unknown)} are not supported; use {sorted(FORMATS)}.")
-    out_dir = Path(out_dir)
-    if out_dir.exists() and not out_dir.is_dir():
-        raise ConfigError(f"{out_dir} is a file; pass a folder to write the exports into.")
-    out_dir.mkdir(parents=True, exist_ok=True)
+    out_dir = output_folder(out_dir)
     written: list[Path] = []
-    for name, df in frames_tables.items():
-        if "csv" in formats:
-            df.to_csv(out_dir / f"{name}.csv", index=False)
-            written.append(out_dir / f"{name}.csv")
-        if "parquet" in formats:
-            df.to_parquet(out_dir / f"{name}.parquet", index=False, engine="pyarrow")
-            written.append(out_dir / f"{name}.parquet")
+    try:
+        for name, df in frames_tables.items():
+            if "csv" in formats:
+                df.to_csv(out_dir / f"{name}.csv", index=False)
+                written.append(out_dir / f"{name}.csv")
+            if "parquet" in formats:
+                df.to_parquet(out_dir / f"{name}.parquet", index=False, engine="pyarrow")
+                written.append(out_dir / f"{name}.parquet")
+    except OSError as err:
+        raise ConfigError(f"{getattr(err, 'filename', None) or out_dir}: cannot write the export "
+                          f"({err.strerror or err}); free space or make {out_dir} writable, or pass another "
+                          f"folder.") from None
     return written
+
+
+def output_folder(folder: Path) -> Path:
+    """``folder``, created if needed, for files a report writes (--csv, --parquet, --plots);
+    ConfigError naming it and the fix when it is a file or cannot be created."""
+    folder = Path(folder)
+    if folder.exists() and not folder.is_dir():
+        raise ConfigError(f"{folder} is a file; pass a folder to write the exports into.")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise ConfigError(f"{folder}: the folder cannot be created ({err.strerror or err}); pass a folder "
+                          f"under a writable directory (a path whose parents are folders, not files).") from None
+    return folder
