@@ -17,7 +17,7 @@ from memprobe_engine.replay.textdiff import item_changes
 from memprobe_tui.timefmt import duration, local_time
 
 Lines = list[Text]
-_ENVELOPE = ("seq:", "kind:", "time:", "span_id:", "parent_span_id:", "user_id:", "system:", "dimension:")
+_ENVELOPE = ("seq:", "kind:", "time:", "span_id:", "parent_span_id:", "unit:", "user_id:", "system:", "dimension:")
 
 
 def heading(text: str) -> Text:

@@ -43,7 +43,7 @@ def write_paradigm_recording(path: Path, outcomes: dict[str, list[Ep]], *, resco
         recorder.emit(RunStart(run_id="t-b", suite="paradigms"))
         for system, episodes in outcomes.items():
             for ep in episodes:
-                with recorder.span(f"{ep.episode_id} × {system}", "episode", system=system, user_id=ep.episode_id,
+                with recorder.span(f"{ep.episode_id} × {system}", "episode", system=system, unit=ep.episode_id,
                                    episode_id=ep.episode_id, paradigm=ep.paradigm, condition=ep.condition,
                                    expected_behavior=ep.expected_behavior, split=ep.split):
                     for index, p in enumerate(ep.probes):

@@ -36,7 +36,7 @@ def info(recording: RecordingArg) -> None:
                       f"schema v{header.schema_version}")
         console.print(f"events {summary.events:,}   status {summary.run_status or 'running or interrupted'}   "
                       f"{_when(summary.first_time)} → {_when(summary.last_time)}")
-        console.print(f"users {len(summary.users)}   systems {', '.join(sorted(summary.systems)) or '-'}")
+        console.print(f"units {len(summary.units)}   systems {', '.join(sorted(summary.systems)) or '-'}")
         console.print(f"llm calls {summary.llm_calls:,} ({summary.llm_cache_hits:,} from cache), "
                       f"tokens {summary.prompt_tokens:,} prompt / {summary.completion_tokens:,} completion")
         if summary.cached_prompt_tokens:

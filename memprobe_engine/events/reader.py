@@ -213,7 +213,7 @@ class RecordingReader:
             raise self._damaged(line, "not a JSON object")
         if self._version < SCHEMA_VERSION:
             try:
-                data = upgrade_event(data, self._version)
+                data = upgrade_event(data, self._version, self.header.suite)
             except (KeyError, TypeError, ValueError, AttributeError) as err:
                 raise self._damaged(line, f"cannot be upgraded from schema {self._version} ({err!r:.60})") from None
         if not isinstance(data.get("kind"), str):

@@ -1,6 +1,6 @@
 """The recorder: what engine code holds to emit events with the right span and scope.
 
-Span and scope (user, system, dimension) live in context variables, so concurrent asyncio tasks
+Span and scope (unit, user, system, dimension) live in context variables, so concurrent asyncio tasks
 each carry their own position in the span tree and nested code never passes ids around.
 """
 
@@ -22,10 +22,11 @@ E = TypeVar("E", bound=EventBase)
 
 @dataclass(frozen=True)
 class SpanPosition:
-    """Where an event sits: its span, the enclosing span, and the cell (user, system, dimension)."""
+    """Where an event sits: its span, the enclosing span, its unit, and the cell (user, system, dimension)."""
 
     span_id: str | None = None
     parent_span_id: str | None = None
+    unit: str | None = None
     user_id: str | None = None
     system: str | None = None
     dimension: str | None = None
@@ -56,6 +57,8 @@ class Recorder:
         if event.span_id is None:
             event.span_id = pos.span_id
             event.parent_span_id = pos.parent_span_id
+        if event.unit is None:
+            event.unit = pos.unit
         if event.user_id is None:
             event.user_id = pos.user_id
         if event.system is None:
@@ -71,12 +74,12 @@ class Recorder:
         return self.writer.put_payload(data) if self.writer is not None else None
 
     @contextlib.contextmanager
-    def scope(self, *, user_id: str | None = None, system: str | None = None,
+    def scope(self, *, unit: str | None = None, user_id: str | None = None, system: str | None = None,
               dimension: str | None = None) -> Iterator[None]:
-        """Set what the enclosed events concern, without opening a span."""
+        """Set what the enclosed events concern, without opening a span (see :meth:`span` for ``unit``)."""
         pos = _POSITION.get()
         token = _POSITION.set(SpanPosition(
-            span_id=pos.span_id, parent_span_id=pos.parent_span_id,
+            span_id=pos.span_id, parent_span_id=pos.parent_span_id, unit=_unit(unit, user_id, pos),
             user_id=user_id if user_id is not None else pos.user_id,
             system=system if system is not None else pos.system,
             dimension=dimension if dimension is not None else pos.dimension))
@@ -86,13 +89,16 @@ class Recorder:
             _POSITION.reset(token)
 
     @contextlib.contextmanager
-    def span(self, name: str, span_kind: str, *, user_id: str | None = None, system: str | None = None,
-             dimension: str | None = None, **attrs: Any) -> Iterator[str]:
-        """Open a span (begin event now, end event on exit, with error status if it raised)."""
+    def span(self, name: str, span_kind: str, *, unit: str | None = None, user_id: str | None = None,
+             system: str | None = None, dimension: str | None = None, **attrs: Any) -> Iterator[str]:
+        """Open a span (begin event now, end event on exit, with error status if it raised).
+
+        ``unit`` names the unit the enclosed events belong to (a protocol-B episode id); a span that
+        names a user and no unit belongs to that user's unit (protocol A's unit is its user)."""
         outer = _POSITION.get()
         span_id = self._prefix + str(next(self._ids))
         inner = SpanPosition(
-            span_id=span_id, parent_span_id=outer.span_id,
+            span_id=span_id, parent_span_id=outer.span_id, unit=_unit(unit, user_id, outer),
             user_id=user_id if user_id is not None else outer.user_id,
             system=system if system is not None else outer.system,
             dimension=dimension if dimension is not None else outer.dimension)
@@ -119,7 +125,7 @@ class Recorder:
         # The span's own ids, spelled out: the context may point elsewhere when an inner span was
         # never exited (its task was cancelled first), and the end must close *this* span.
         return SpanEnd(status=status, error=error, span_id=pos.span_id, parent_span_id=pos.parent_span_id,
-                       user_id=pos.user_id, system=pos.system, dimension=pos.dimension)
+                       unit=pos.unit, user_id=pos.user_id, system=pos.system, dimension=pos.dimension)
 
     def close_open_spans(self, reason: str = "the run ended before this span closed") -> int:
         """End every span still open as ``cancelled``, innermost first; returns how many. Used by the
@@ -131,6 +137,12 @@ class Recorder:
                 self.writer.write(self._end(pos, status="cancelled", error=reason))
                 closed += 1
         return closed
+
+
+def _unit(unit: str | None, user_id: str | None, outer: SpanPosition) -> str | None:
+    if unit is not None:
+        return unit
+    return user_id if user_id is not None else outer.unit
 
 
 NULL_RECORDER = Recorder(None)

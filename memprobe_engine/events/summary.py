@@ -13,7 +13,8 @@ class RecordingSummary:
     events: int = 0
     by_kind: Counter[str] = field(default_factory=Counter)
     spans_by_kind: Counter[str] = field(default_factory=Counter)
-    users: set[str] = field(default_factory=set)
+    #: The units seen (users in protocol A, episodes in protocol B).
+    units: set[str] = field(default_factory=set)
     systems: set[str] = field(default_factory=set)
     first_time: float | None = None
     last_time: float | None = None
@@ -37,9 +38,9 @@ def summarize(reader: RecordingReader) -> RecordingSummary:
         if isinstance(stamp, (int, float)) and not isinstance(stamp, bool):
             summary.first_time = stamp if summary.first_time is None else min(summary.first_time, stamp)
             summary.last_time = stamp if summary.last_time is None else max(summary.last_time, stamp)
-        user, system = data.get("user_id"), data.get("system")
-        if isinstance(user, str) and user:
-            summary.users.add(user)
+        unit, system = data.get("unit"), data.get("system")
+        if isinstance(unit, str) and unit:
+            summary.units.add(unit)
         if isinstance(system, str) and system:
             summary.systems.add(system)
         if kind == "span_begin":

@@ -208,7 +208,7 @@ def _import_episode(recorder: Recorder, report_rel: str, system: str, protocol: 
         dumped = episode.model_dump(mode="json")
         dumped["probes"] = [row[3].model_dump(mode="json") for row in rows if row[3] is not None]
         attrs.update(inputs_ref=recorder.put_payload(dumped), sessions=len(episode.sessions))
-    with recorder.span(f"{episode_id} × {system}", "episode", user_id=episode_id, system=system, **attrs):
+    with recorder.span(f"{episode_id} × {system}", "episode", unit=episode_id, system=system, **attrs):
         for index, ((probe_type, text, question, probe), answer) in enumerate(zip(rows, answers, strict=True)):
             with recorder.span(f"probe {index}: {probe_type}", "probe", probe_index=index, probe_type=probe_type):
                 parsed = parse_answer_json(text)

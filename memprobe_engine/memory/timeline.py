@@ -3,7 +3,7 @@
 Every store mutation is a ``memory_op`` event carrying the JSON Patch from the previous state
 ``{"items": {id: item}}`` to the next, and a ``memory_snapshot`` event may checkpoint the whole state
 (payload ``{"items": {...}}``, see :func:`record_snapshot`). :class:`StoreTimeline` scans a recording
-once for the memory events of every (user, system), then rebuilds a store at any ``seq`` by starting
+once for the memory events of every (unit, system), then rebuilds a store at any ``seq`` by starting
 from the nearest snapshot or in-memory checkpoint (one every :data:`CHECKPOINT_EVERY` events) and
 applying at most that many patches, so stepping through a million-event recording stays fast.
 """
@@ -46,7 +46,7 @@ class StoreDiff:
 
 @dataclass
 class _Track:
-    """The memory events of one (user, system), in recording order, and the states cached so far."""
+    """The memory events of one (unit, system), in recording order, and the states cached so far."""
 
     seqs: list[int] = field(default_factory=list)
     lines: list[int] = field(default_factory=list)
@@ -56,7 +56,7 @@ class _Track:
 
 
 class StoreTimeline:
-    """Rebuilds the store of any (user, system) at any seq of one recording.
+    """Rebuilds the store of any (unit, system) at any seq of one recording.
 
     The first query scans the memory events; later queries scan only lines appended since (a live
     recording followed with ``reader.refresh()``). A damaged memory event of the requested store, or an
@@ -85,11 +85,11 @@ class StoreTimeline:
                 continue
             if data.get("kind") not in MEMORY_KINDS:
                 continue
-            user_id, system = data.get("user_id"), data.get("system")
-            if not isinstance(user_id, (str, type(None))) or not isinstance(system, (str, type(None))):
+            unit, system = data.get("unit"), data.get("system")
+            if not isinstance(unit, (str, type(None))) or not isinstance(system, (str, type(None))):
                 self._unattributed_damage.append(line)  # a wrong-typed scope: whose store it is is unknown
                 continue
-            track = self._tracks.setdefault((user_id, system), _Track())
+            track = self._tracks.setdefault((unit, system), _Track())
             if data["kind"] == "memory_snapshot":
                 track.snapshot_positions.append(len(track.seqs))
             track.seqs.append(int(data.get("seq", line)))
@@ -97,33 +97,33 @@ class StoreTimeline:
         self._scanned = stop
 
     def keys(self) -> list[Key]:
-        """Every (user_id, system) that has memory events, in order of first appearance."""
+        """Every (unit, system) that has memory events, in order of first appearance."""
         self.refresh()
         return list(self._tracks)
 
-    def event_seqs(self, *, user_id: str, system: str) -> list[int]:
+    def event_seqs(self, *, unit: str, system: str) -> list[int]:
         """The seqs of the memory events of one store: the points where it can change."""
         self.refresh()
-        track = self._tracks.get((user_id, system))
+        track = self._tracks.get((unit, system))
         return list(track.seqs) if track is not None else []
 
-    def store_at(self, *, user_id: str, system: str, upto_seq: int) -> Items:
+    def store_at(self, *, unit: str, system: str, upto_seq: int) -> Items:
         """The store's items by id (insertion order) after every memory event with seq <= ``upto_seq``."""
         self.refresh()
-        track = self._tracks.get((user_id, system)) or _Track()  # no events yet: the empty store
+        track = self._tracks.get((unit, system)) or _Track()  # no events yet: the empty store
         target = bisect.bisect_right(track.seqs, upto_seq)  # apply events [0, target)
         checkpoint = track.checkpoint_positions[bisect.bisect_right(track.checkpoint_positions, target) - 1]
         snapshot = bisect.bisect_left(track.snapshot_positions, target) - 1
         snapshot_start = track.snapshot_positions[snapshot] if snapshot >= 0 else -1
         if snapshot_start >= checkpoint:
-            state = self._snapshot_state(self._event(track.lines[snapshot_start], user_id, system))
+            state = self._snapshot_state(self._event(track.lines[snapshot_start], unit, system))
             start = snapshot_start + 1
         else:
             state = copy.deepcopy(track.checkpoints[checkpoint])
             start = checkpoint
-        self._check_damage(track, start, target, upto_seq, user_id, system)
+        self._check_damage(track, start, target, upto_seq, unit, system)
         for position in range(start, target):
-            event = self._event(track.lines[position], user_id, system)
+            event = self._event(track.lines[position], unit, system)
             if event.kind == "memory_snapshot":
                 state = self._snapshot_state(event)
             else:
@@ -131,7 +131,7 @@ class StoreTimeline:
                     state = apply_patch(state, event.patch, in_place=True)
                 except (ValueError, KeyError, IndexError, TypeError) as err:
                     raise RecordingError(
-                        f"{self.reader.path}: the memory patch at seq {event.seq} (user {user_id}, system "
+                        f"{self.reader.path}: the memory patch at seq {event.seq} (unit {unit}, system "
                         f"{system}) does not apply to the store before it ({err}); the recording is "
                         f"inconsistent. Run `memprobe recording verify {self.reader.directory}`.") from None
             if (position + 1) % CHECKPOINT_EVERY == 0 and position + 1 not in track.checkpoints:
@@ -139,11 +139,11 @@ class StoreTimeline:
                 bisect.insort(track.checkpoint_positions, position + 1)
         return copy.deepcopy(state["items"])
 
-    def _event(self, line: int, user_id: str, system: str) -> Any:
+    def _event(self, line: int, unit: str, system: str) -> Any:
         try:
             return self.reader.get(line)
         except DamagedEvent as err:
-            raise RecordingError(f"{err} It is a memory event of user {user_id}, system {system}, so that "
+            raise RecordingError(f"{err} It is a memory event of unit {unit}, system {system}, so that "
                                  f"store cannot be rebuilt past it. Run `memprobe recording verify "
                                  f"{self.reader.directory}`.") from None
 
@@ -159,14 +159,14 @@ class StoreTimeline:
         return copy.deepcopy(data)
 
     def _check_damage(self, track: _Track, start: int, target: int, upto_seq: int,
-                      user_id: str, system: str) -> None:
+                      unit: str, system: str) -> None:
         first = track.lines[start - 1] if start > 0 else -1
         last = track.lines[target] if target < len(track.lines) else upto_seq + 1
         for line in self._unattributed_damage:
             if first < line < last:
                 raise RecordingError(
-                    f"{self.reader.path}: line {line + 1} is damaged and may be a memory operation of user "
-                    f"{user_id}, system {system}, so the store at seq {upto_seq} cannot be rebuilt exactly. "
+                    f"{self.reader.path}: line {line + 1} is damaged and may be a memory operation of unit "
+                    f"{unit}, system {system}, so the store at seq {upto_seq} cannot be rebuilt exactly. "
                     f"Run `memprobe recording verify {self.reader.directory}`.")
 
 
@@ -181,9 +181,9 @@ def timeline_for(reader: RecordingReader) -> StoreTimeline:
     return timeline
 
 
-def store_at(reader: RecordingReader, *, user_id: str, system: str, upto_seq: int) -> Items:
-    """The store of (``user_id``, ``system``) after every memory event with seq <= ``upto_seq``."""
-    return timeline_for(reader).store_at(user_id=user_id, system=system, upto_seq=upto_seq)
+def store_at(reader: RecordingReader, *, unit: str, system: str, upto_seq: int) -> Items:
+    """The store of (``unit``, ``system``) after every memory event with seq <= ``upto_seq``."""
+    return timeline_for(reader).store_at(unit=unit, system=system, upto_seq=upto_seq)
 
 
 def store_diff(before: Mapping[str, Any], after: Mapping[str, Any]) -> StoreDiff:

@@ -234,7 +234,7 @@ class Realizer:
         plans = build_plan(spec, seed=self.settings.seed, filler_cap=self.settings.filler_cap)
         sessions: list[Session] = []
         dropped: list[dict[str, Any]] = []
-        with self.recorder.span(f"realize {spec.episode_id}", "episode", user_id=spec.episode_id,
+        with self.recorder.span(f"realize {spec.episode_id}", "episode", unit=spec.episode_id,
                                 episode_id=spec.episode_id, paradigm=spec.paradigm, condition=spec.condition,
                                 split=spec.is_split):
             for plan in plans:

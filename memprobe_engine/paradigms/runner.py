@@ -276,9 +276,9 @@ async def run_unit(ctx: UnitServices, episode: Episode, system: str) -> None:
     """One episode × one system, end to end, inside its ``episode`` span."""
     protocol = input_protocol_of(system)
     inputs_ref = ctx.recorder.put_payload(episode.model_dump(mode="json"))
-    # user_id carries the episode id so every event of the unit names its (episode, system) cell —
-    # the store timeline keys on (user_id, system), and concurrent units must not share a track.
-    with ctx.recorder.span(f"{episode.episode_id} × {system}", "episode", user_id=episode.episode_id, system=system,
+    # ``unit`` names the episode on every event of the unit: the store timeline keys on (unit, system),
+    # and concurrent units must not share a track.
+    with ctx.recorder.span(f"{episode.episode_id} × {system}", "episode", unit=episode.episode_id, system=system,
                            episode_id=episode.episode_id, input_protocol=protocol, paradigm=episode.paradigm,
                            condition=episode.condition, expected_behavior=episode.expected_behavior,
                            split=episode.is_split, sessions=len(episode.sessions), probes=len(episode.probes),

@@ -141,7 +141,7 @@ def gather(reader: RecordingReader, case: Case) -> CaseMaterial:
         raise RecordingError(f"{reader.directory}: no slot-fill recorded for {case.user_id}/{case.system}/"
                              f"{case.dimension} in {case.mode} mode.")
     retrieval = retrieval_for_fill(retrievals, fill.seq) if case.mode == "retrieve" else None
-    read = slot_fill_read(lambda seq: store_at(reader, user_id=case.user_id, system=case.system, upto_seq=seq),
+    read = slot_fill_read(lambda seq: store_at(reader, unit=case.user_id, system=case.system, upto_seq=seq),
                           case.system, case.mode, fill.seq, retrieval)
     return CaseMaterial(case=case, entry=entry, pool_entry=PoolDimension.model_validate(pool_data) if pool_data else None,
                         task_text=task["task"], memory=read.memory, history=[(t.role, t.text) for t in dialogue],

@@ -59,6 +59,7 @@ class SpanRec:
     name: str
     attrs: dict[str, Any]
     line: int  # == seq for a recording written by one writer; seqs are read from lines when needed
+    unit: str | None = None
     user_id: str | None = None
     system: str | None = None
     dimension: str | None = None
@@ -266,7 +267,7 @@ def _begin(index: RunIndex, data: dict[str, Any], line: int) -> None:
     rec = SpanRec(span_id=span_id, parent_id=parent_rec.span_id if parent_rec else None,
                   kind=_intern(str(data.get("span_kind"))), name=_intern(str(data.get("name", ""))),
                   attrs={_intern(k): _intern(v) for k, v in attrs.items()} if isinstance(attrs, dict) else {},
-                  line=line, user_id=_text(data.get("user_id")),
+                  line=line, unit=_text(data.get("unit")), user_id=_text(data.get("user_id")),
                   system=_text(data.get("system")), dimension=_text(data.get("dimension")))
     index.spans[span_id] = rec
     if parent_rec is not None:

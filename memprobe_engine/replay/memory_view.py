@@ -32,7 +32,7 @@ class StoreRow:
 class StoreView:
     """A store after ``after_seq`` compared with the store after ``before_seq``."""
 
-    user_id: str
+    unit: str
     system: str
     before_seq: int
     after_seq: int
@@ -95,13 +95,13 @@ def diff_rows(before: Items, after: Items) -> list[StoreRow]:
     return rows
 
 
-def store_view(session: ReplaySession, user_id: str, system: str, after_seq: int, before_seq: int) -> StoreView:
+def store_view(session: ReplaySession, unit: str, system: str, after_seq: int, before_seq: int) -> StoreView:
     """Rebuild both stores and compare them (may scan the recording once: run it in a worker)."""
-    after = session.store_at(user_id, system, after_seq)
-    before = session.store_at(user_id, system, before_seq) if before_seq >= 0 else {}
+    after = session.store_at(unit, system, after_seq)
+    before = session.store_at(unit, system, before_seq) if before_seq >= 0 else {}
     rows = diff_rows(before, after)
     count = {mark: sum(1 for r in rows if r.mark == mark) for mark in "+~-"}
-    return StoreView(user_id, system, before_seq, after_seq, rows, len(after), count["+"], count["~"], count["-"],
+    return StoreView(unit, system, before_seq, after_seq, rows, len(after), count["+"], count["~"], count["-"],
                      note=store_note(session))
 
 
@@ -113,11 +113,11 @@ def store_note(session: ReplaySession) -> str | None:
     return None
 
 
-def item_history(session: ReplaySession, user_id: str, system: str, item_id: str,
+def item_history(session: ReplaySession, unit: str, system: str, item_id: str,
                  upto_seq: int | None = None) -> list[Any]:
     """Every memory op of the store that touched ``item_id`` (up to ``upto_seq``), oldest first."""
     out = []
-    for seq in session.memory_seqs(user_id, system):
+    for seq in session.memory_seqs(unit, system):
         if upto_seq is not None and seq > upto_seq:
             break
         line = session.line_of_seq(seq)

@@ -2,9 +2,9 @@
 
 A paradigm run's span tree is run → episode (attrs ``episode_id``, ``system``, the episode's paradigm,
 condition, expected behaviour, split flag, ``episode_ref``) → one ``session`` span per ingested session
-and one ``probe`` span per probe. The episode span's scope user is the episode id, so every memory op
-of that episode carries ``user_id = episode_id`` and the store timeline time-travels an episode's
-store exactly as it does a protocol-A user's.
+and one ``probe`` span per probe. The episode span's ``unit`` is the episode id, so every memory op
+of that episode carries ``unit = episode_id`` and the store timeline time-travels an episode's
+store exactly as it does a protocol-A user's (older recordings are upgraded on read).
 
 Span structure comes from the run index; the protocol-B events (``session_ingest``, ``probe_answer``,
 ``probe_score``) are not kept by the index pass, so they are found through the reader's kind filter
@@ -83,7 +83,7 @@ class EpisodeRow:
     status: str | None  # None while the episode span is open; ok / error / cancelled
     sessions: int
     probes: list[ScoreCell]
-    store_user: str | None  # the user id the episode's memory ops carry (the episode id)
+    store_unit: str | None  # the unit the episode's memory ops carry (the episode id)
 
     @property
     def accuracy(self) -> float | None:
@@ -187,7 +187,7 @@ def episode_rows(session: ReplaySession, system: str | None = None) -> list[Epis
             expected_behavior=str(attrs.get("expected_behavior", "?")),
             split=attrs.get("split") if isinstance(attrs.get("split"), bool) else None,
             status=span.status, sessions=n_sessions, probes=sorted(probes, key=lambda c: c.probe_index),
-            store_user=span.user_id))
+            store_unit=span.unit))
     return rows
 
 
@@ -277,7 +277,7 @@ class EpisodeSteps:
 
     episode_id: str
     system: str
-    store_user: str | None
+    store_unit: str | None
     sessions: list[SessionStep] = field(default_factory=list)
     probes: list[ProbeStep] = field(default_factory=list)
 
@@ -291,7 +291,7 @@ def episode_steps(session: ReplaySession, episode_id: str, system: str) -> Episo
     span = find_episode_span(session, episode_id, system)
     if span is None:
         return None
-    out = EpisodeSteps(episode_id, system, span.user_id)
+    out = EpisodeSteps(episode_id, system, span.unit)
     with session.index.lock:
         children = session.index.children(span)
         owners = {c.span_id: frozenset(session.index.descendants(c)) for c in children}

@@ -220,7 +220,7 @@ async def rerun_probe(request: ProbeRerunRequest, sink: ProbeRerunSink, *, llm_c
         run.scrub = getattr(chat, "scrub", None)
         try:
             with recorder.span(f"rescore {request.episode_id} probe {request.probe_index}", "rescore",
-                               user_id=original.user_id, system=request.system, episode_id=request.episode_id,
+                               unit=original.unit, system=request.system, episode_id=request.episode_id,
                                probe_index=request.probe_index, rescore_of=material.original_score_seq, reader=spec):
                 score = await _reread(chat, recorder, request, material, sink)
         finally:

@@ -70,9 +70,9 @@ def resolve_turns(session: ReplaySession, turns: list[Any]) -> list[Turn]:
     return out
 
 
-def store_user(steps: EpisodeSteps) -> str:
-    """The user id the episode's memory events carry (the episode id by the run's convention)."""
-    return steps.store_user or steps.episode_id
+def store_unit(steps: EpisodeSteps) -> str:
+    """The unit the episode's memory events carry (the episode id)."""
+    return steps.store_unit or steps.episode_id
 
 
 def session_detail(session: ReplaySession, steps: EpisodeSteps, position: int) -> SessionDetail:
@@ -84,7 +84,7 @@ def session_detail(session: ReplaySession, steps: EpisodeSteps, position: int) -
     store: StoreView | None = None
     problem: str | None = None
     try:
-        store = store_view(session, store_user(steps), steps.system, last, first - 1)
+        store = store_view(session, store_unit(steps), steps.system, last, first - 1)
     except MemProbeError as err:  # a damaged memory event: say so in the pane, keep the dialogue
         problem = str(err)
     return SessionDetail(
@@ -98,7 +98,7 @@ def session_detail(session: ReplaySession, steps: EpisodeSteps, position: int) -
 def store_growth(session: ReplaySession, steps: EpisodeSteps) -> list[StoreGrowth]:
     """Per session, the store size after it and its diff against the store before it: the memory
     growing session by session (one rebuild per session boundary; run it in a worker)."""
-    user = store_user(steps)
+    user = store_unit(steps)
     out = []
     previous: dict[str, Any] | None = None
     for step in steps.sessions:

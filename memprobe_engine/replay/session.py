@@ -194,17 +194,17 @@ class ReplaySession:
         return self.damage().message(self.reader.path, self.live and self.writer_alive())
 
     # -- memory stores ---------------------------------------------------------------------------
-    def store_at(self, user_id: str, system: str, upto_seq: int) -> Items:
-        """The store of (user, system) after every memory event with seq <= ``upto_seq``."""
+    def store_at(self, unit: str, system: str, upto_seq: int) -> Items:
+        """The store of (unit, system) after every memory event with seq <= ``upto_seq``."""
         with self._store_lock:
             self.timeline.refresh()  # the long scan reads raw lines only: no read lock held
             with self._read_lock:
-                return self.timeline.store_at(user_id=user_id, system=system, upto_seq=upto_seq)
+                return self.timeline.store_at(unit=unit, system=system, upto_seq=upto_seq)
 
-    def memory_seqs(self, user_id: str, system: str) -> list[int]:
+    def memory_seqs(self, unit: str, system: str) -> list[int]:
         """Seqs of the memory events of one store: the points where it changes."""
         with self._store_lock:
-            return self.timeline.event_seqs(user_id=user_id, system=system)
+            return self.timeline.event_seqs(unit=unit, system=system)
 
     @staticmethod
     def diff(before: Items, after: Items) -> StoreDiff:

@@ -35,7 +35,7 @@ from memprobe_engine.replay.paradigm_session import (
     StoreGrowth,
     session_detail,
     store_growth,
-    store_user,
+    store_unit,
 )
 from memprobe_engine.replay.queries import step_seq_range
 from memprobe_tui.messages import Loaded
@@ -134,7 +134,7 @@ before/after.
             probe = steps.probes[position - len(steps.sessions)]
             detail = probe_detail(self.session, steps.episode_id, steps.system, probe.probe_index)
             first, _ = step_seq_range(self.session, probe.step)
-            view = self.session.store_at(store_user(steps), steps.system, first)
+            view = self.session.store_at(store_unit(steps), steps.system, first)
             self.post_message(Loaded("probe", (position, detail, view)))
 
     @on(Loaded)
@@ -225,7 +225,7 @@ before/after.
 
     def returned_from_memory(self, user_id: str, system: str, seq: int) -> None:
         """The memory view above was left at ``seq``: show the session that seq belongs to."""
-        if self.steps is None or system != self.system or user_id != store_user(self.steps):
+        if self.steps is None or system != self.system or user_id != store_unit(self.steps):
             return
         for position, step in enumerate(self.steps.sessions):
             first, last = step_seq_range(self.session, step.step)
@@ -257,7 +257,7 @@ before/after.
         else:
             first, last = step_seq_range(self.session, self.steps.probes[self.position - len(self.steps.sessions)].step)
             last = first  # the store the reader searched: as it was when the probe began
-        self.nav.open_memory(self.session, store_user(self.steps), self.system, (first - 1, last))
+        self.nav.open_memory(self.session, store_unit(self.steps), self.system, (first - 1, last))
 
     def action_call(self) -> None:
         calls = self.detail.llm_calls if self.detail is not None else []

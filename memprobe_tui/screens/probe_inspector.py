@@ -25,7 +25,7 @@ from textual.widgets import Input
 from memprobe_engine.replay import ReplaySession
 from memprobe_engine.replay.paradigm_probe import ProbeDetail, probe_detail
 from memprobe_engine.replay.paradigm_queries import episode_spans, episode_steps
-from memprobe_engine.replay.paradigm_session import store_user
+from memprobe_engine.replay.paradigm_session import store_unit
 from memprobe_engine.replay.queries import step_seq_range
 from memprobe_tui.messages import Loaded, RescoreFinished, RescoreText
 from memprobe_tui.render_paradigm import (
@@ -316,4 +316,4 @@ store the reader searched, `[`/`]` the other probes, `s` the same probe under th
         if steps is None or probe is None:
             return
         first, _ = step_seq_range(self.session, probe.step)
-        self.nav.open_memory(self.session, store_user(steps), self.system, (first - 1, first))
+        self.nav.open_memory(self.session, store_unit(steps), self.system, (first - 1, first))

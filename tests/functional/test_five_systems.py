@@ -164,12 +164,12 @@ def test_five_systems_record_rebuildable_stores(tmp_path: Path, monkeypatch: pyt
     for name in WRITERS:
         final = finals[name].dump()
         assert final == snapshots[name][-1][1], f"{name}: the store changed after the rollout"
-        rebuilt = store_at(reader, user_id=USER, system=name, upto_seq=10**9)
+        rebuilt = store_at(reader, unit=USER, system=name, upto_seq=10**9)
         assert list(rebuilt) == [item["id"] for item in final] and list(rebuilt.values()) == final, name
         for dimension in chosen:
             assert gather(reader, Case(USER, name, dimension, "dump_all")).memory == final, (name, dimension)
         seq, middle = snapshots[name][len(snapshots[name]) // 2]
-        at_middle = store_at(reader, user_id=USER, system=name, upto_seq=seq)
+        at_middle = store_at(reader, unit=USER, system=name, upto_seq=seq)
         assert at_middle and list(at_middle.values()) == middle, name
         assert set(at_middle) < {item["id"] for item in final}, name
         assert footprints[name].n_items == len(final), name

@@ -218,7 +218,7 @@ def test_shards_cover_every_unit_once_and_merge_into_one_recording(tmp_path: Pat
     merge_recordings(tmp_path / "merged", shards)
     with open_recording(tmp_path / "merged") as rec:
         events = list(rec.iter_events())
-    units = [(e.user_id, e.system) for e in events if e.kind == "span_begin" and e.span_kind == "episode"]
+    units = [(e.unit, e.system) for e in events if e.kind == "span_begin" and e.span_kind == "episode"]
     assert sorted(units) == sorted((e, s) for e in ("PILOT-01A", "PILOT-01B") for s in systems)
     calls = {e.seq: e for e in events if e.kind == "llm_call"}
     answers = [e for e in events if e.kind == "probe_answer" and e.system != "latest_value"]

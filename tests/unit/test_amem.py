@@ -160,7 +160,7 @@ async def test_amem_recorded_patches_rebuild_the_dump_and_reset_empties(tmp_path
     system, _ = await run_dialogue(tmp_path / "rec")
     last = read_events(tmp_path / "rec", "memory_op")[-1]["seq"]
     with open_recording(tmp_path / "rec") as reader:
-        rebuilt = store_at(reader, user_id="u1", system="amem", upto_seq=last)
+        rebuilt = store_at(reader, unit="u1", system="amem", upto_seq=last)
     assert rebuilt == {item["id"]: item for item in system.dump()}
     assert system.footprint().n_items == 5
     with temp_recording(tmp_path / "rec2") as recorder:

@@ -137,7 +137,7 @@ async def test_mem0_recorded_patches_rebuild_the_dump(tmp_path: Path) -> None:
     system, _ = await run_dialogue(tmp_path / "rec")
     last = read_events(tmp_path / "rec", "memory_op")[-1]["seq"]
     with open_recording(tmp_path / "rec") as reader:
-        rebuilt = store_at(reader, user_id="u1", system="mem0", upto_seq=last)
+        rebuilt = store_at(reader, unit="u1", system="mem0", upto_seq=last)
     assert rebuilt == {item["id"]: item for item in system.dump()}
 
 

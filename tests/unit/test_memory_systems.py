@@ -97,7 +97,7 @@ async def test_longctx_full_ops_rebuild_the_final_dump(recording: Any) -> None:
         ops = list(reader.iter_events(kinds=["memory_op"]))
         assert [op.op for op in ops] == ["reset"] + ["add"] * 5
         assert all(op.user_id == "u1" and op.system == "longctx_full" for op in ops)
-        rebuilt = store_at(reader, user_id="u1", system="longctx_full", upto_seq=writer.next_seq)
+        rebuilt = store_at(reader, unit="u1", system="longctx_full", upto_seq=writer.next_seq)
     assert list(rebuilt.values()) == system.dump()
     assert list(rebuilt) == [item["id"] for item in system.dump()]
 
@@ -283,11 +283,11 @@ def test_store_at_intermediate_seq_and_store_diff(recording: Any) -> None:
     with open_recording(directory) as reader:
         timeline = StoreTimeline(reader)
         for seq, expected in seen:
-            assert timeline.store_at(user_id="u1", system="toy", upto_seq=seq) == expected
-        assert timeline.store_at(user_id="u1", system="toy", upto_seq=-1) == {}
-        assert timeline.store_at(user_id="u2", system="toy", upto_seq=10**6) == {"x": {"content": "another user"}}
-        assert timeline.store_at(user_id="u9", system="toy", upto_seq=10**6) == {}
-        assert ("u2", "toy") in timeline.keys() and len(timeline.event_seqs(user_id="u1", system="toy")) == 5
+            assert timeline.store_at(unit="u1", system="toy", upto_seq=seq) == expected
+        assert timeline.store_at(unit="u1", system="toy", upto_seq=-1) == {}
+        assert timeline.store_at(unit="u2", system="toy", upto_seq=10**6) == {"x": {"content": "another user"}}
+        assert timeline.store_at(unit="u9", system="toy", upto_seq=10**6) == {}
+        assert ("u2", "toy") in timeline.keys() and len(timeline.event_seqs(unit="u1", system="toy")) == 5
     diff = store_diff(seen[1][1], seen[4][1])
     assert (diff.added, diff.updated, diff.deleted) == (["c"], ["a"], ["b"])
     assert store_diff(seen[0][1], seen[0][1]).empty
@@ -308,14 +308,14 @@ def test_store_at_uses_checkpoints_and_snapshots_on_long_histories(recording: An
     with open_recording(directory) as reader:
         timeline = StoreTimeline(reader)
         for seq in sorted(expected)[::-1][::37] + [max(expected)]:
-            assert timeline.store_at(user_id="u1", system="toy", upto_seq=seq) == expected[seq]
+            assert timeline.store_at(unit="u1", system="toy", upto_seq=seq) == expected[seq]
         track = timeline._tracks[("u1", "toy")]
         assert len(track.checkpoints) > 1  # later queries start from a checkpoint, not from seq 0
 
 
 @pytest.mark.parametrize(("damage", "message"), [
     (lambda line: line.replace(b'"op":"add"', b'"op":42'), "line 1 is (not a valid event|damaged)"),  # sealed lines: an edit fails the seal
-    (lambda line: line[:-3] + b"\n", "line 1 is damaged and may be a memory operation of user u1"),
+    (lambda line: line[:-3] + b"\n", "line 1 is damaged and may be a memory operation of unit u1"),
 ])
 def test_store_at_refuses_to_skip_a_damaged_memory_line(recording: Any, damage: Any, message: str) -> None:
     writer, recorder, directory = recording
@@ -329,7 +329,7 @@ def test_store_at_refuses_to_skip_a_damaged_memory_line(recording: Any, damage: 
     (directory / "events.jsonl").write_bytes(b"".join(lines))
     with open_recording(directory) as reader:
         with pytest.raises(RecordingError, match=message):
-            store_at(reader, user_id="u1", system="toy", upto_seq=1)
+            store_at(reader, unit="u1", system="toy", upto_seq=1)
 
 
 # -- the example plug-in --------------------------------------------------------------------------
@@ -346,7 +346,7 @@ async def test_example_keyword_memory_satisfies_the_protocol(recording: Any) -> 
     hits = await system.search("peanuts allergic", 5)
     assert hits[0].item["content"] == "I am allergic to peanuts, keep that in mind." and hits[0].score == 1.0
     with open_recording(directory) as reader:
-        rebuilt = store_at(reader, user_id="u1", system=cls.name, upto_seq=10**6)
+        rebuilt = store_at(reader, unit="u1", system=cls.name, upto_seq=10**6)
     assert list(rebuilt.values()) == system.dump()
 
 

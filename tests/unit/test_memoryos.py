@@ -92,7 +92,7 @@ async def test_pages_flow_from_the_fifo_into_segments_and_a_hot_segment_feeds_lo
     ops = {event["op"] for event in read_events(tmp_path / "rec", "memory_op")}
     assert {"add_page", "move_to_mid", "new_segment", "merge_segment", "update_profile", "cool_segment"} <= ops
     with open_recording(tmp_path / "rec") as reader:  # the store rebuilt from the recorded patches
-        assert store_at(reader, user_id="u1", system="memoryos", upto_seq=10**9) == items
+        assert store_at(reader, unit="u1", system="memoryos", upto_seq=10**9) == items
 
 
 async def test_search_puts_the_profile_first_and_visits_retrieved_segments(

@@ -224,7 +224,7 @@ async def test_recorded_patches_rebuild_the_final_dump_and_calls_use_their_roles
     with recorder.scope(user_id=USER, system="memt"):
         await system.search("what does the user drink", 5)
     with open_recording(directory) as reader:
-        rebuilt = store_at(reader, user_id=USER, system="memt", upto_seq=10**9)
+        rebuilt = store_at(reader, unit=USER, system="memt", upto_seq=10**9)
         roles = {(e.role, e.model) for e in reader.iter_events(kinds=["llm_call"])}
     assert list(rebuilt.values()) == system.dump()
     assert roles == {("memory_writer", "scripted"), ("reader", "scripted")}

@@ -120,12 +120,12 @@ def test_store_can_be_rebuilt_after_every_session(tmp_path: Path) -> None:
             dumps.append((recorder.writer.next_seq - 1, system.dump()))
 
         system.finish = noted  # type: ignore[attr-defined]
-        with recorder.scope(user_id=episode.episode_id, system="longctx_full"):
+        with recorder.scope(unit=episode.episode_id, system="longctx_full"):
             asyncio.run(ingest_episode(system, episode, recorder=recorder, clock=services.clock))
     assert len(dumps) == 5
     with open_recording(tmp_path / "rec") as rec:
         for seq, dumped in dumps:
-            rebuilt = store_at(rec, user_id=episode.episode_id, system="longctx_full", upto_seq=seq)
+            rebuilt = store_at(rec, unit=episode.episode_id, system="longctx_full", upto_seq=seq)
             assert list(rebuilt.values()) == dumped
     sizes = [len(d) for _, d in dumps]
     assert sizes == sorted(sizes) and sizes[0] > 0

@@ -65,7 +65,7 @@ def test_episode_rows_carry_the_labels_and_the_current_score_of_every_probe(sess
     update = rows["PILOT-01A"]
     assert (update.paradigm, update.condition, update.expected_behavior, update.split) == (
         "interference", "authoritative_update", "should_update", False)
-    assert update.sessions == 21 and update.status == "ok" and update.store_user == "PILOT-01A"
+    assert update.sessions == 21 and update.status == "ok" and update.store_unit == "PILOT-01A"
     assert [c.probe_type for c in update.probes] == ["current_value", "previous_value", "change_detection", "temporal"]
     # probe 0 was 0 and re-scored to 1: the latest counts, the original stays on record
     first = update.probes[0]

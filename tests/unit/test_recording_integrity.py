@@ -73,7 +73,7 @@ def test_span_tree_rules() -> None:
     assert tree.unclosed() == ["a", "c", "later"]
 
 
-@pytest.mark.parametrize("version", [-1, 3, "2", None, True, 1.5])
+@pytest.mark.parametrize("version", [-1, 4, "2", None, True, 1.5])
 def test_header_versions_outside_the_readable_set_are_refused(tmp_path: Path, version: object) -> None:
     with open_writer(tmp_path / "rec", new_header("r", "t", {})) as writer:
         writer.write(Message(role="user", content="hi"))
