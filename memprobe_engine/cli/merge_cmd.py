@@ -4,7 +4,8 @@ Shards of one run share their configuration except for which shard they are; the
 takes the first shard's header, notes its inputs in ``config["merged_from"]`` and holds every
 shard's events in input order, re-sequenced. Each shard numbered its spans on its own, so span ids
 get a per-input prefix (``a/``, ``b/``, …) to stay unique, and the fields that point at another
-event by sequence number (``call_seq``, ``rescore_of``) are moved to the new numbers. Payloads are
+event by sequence number are moved to the new numbers. Which fields point where is declared on the
+event models (``SeqRef`` / ``SpanRef`` in ``events/base.py``), read here through ``POINTERS_OF_KIND``. Payloads are
 content-addressed, so copying them keeps every payload reference valid.
 """
 
@@ -23,16 +24,17 @@ import typer
 from rich.console import Console
 
 from memprobe_engine.errors import RecordingError
-from memprobe_engine.events.base import SCHEMA_VERSION
+from memprobe_engine.events.base import SCHEMA_VERSION, EventBase, pointer_fields
 from memprobe_engine.events.header import RecordingHeader
 from memprobe_engine.events.payloads import PAYLOADS_FILE
 from memprobe_engine.events.reader import DamagedEvent, RecordingReader, open_recording
+from memprobe_engine.events.union import POINTERS_OF_KIND
 from memprobe_engine.events.writer import EventWriter, open_writer
 
 #: Config keys that legitimately differ between shards of one run.
 SHARD_KEYS = frozenset({"shard", "fingerprint", "merged_from"})
-#: Event fields holding the ``seq`` of another event in the same recording.
-SEQ_FIELDS = ("call_seq", "rescore_of", "llm_call_seq")  # llm_call_seq: protocol B's probe_answer
+#: The envelope's pointers, for a line whose kind this MemProbe does not know.
+_ENVELOPE_POINTERS = pointer_fields(EventBase)
 _MISSING = object()
 
 
@@ -101,12 +103,9 @@ def _copy_events(reader: RecordingReader, prefix: str, writer: EventWriter) -> t
         except DamagedEvent:
             skipped += 1
             continue
-        for key in ("span_id", "parent_span_id"):
+        for key, target in POINTERS_OF_KIND.get(str(data.get("kind")), _ENVELOPE_POINTERS).items():
             if data.get(key) is not None:
-                data[key] = prefix + str(data[key])
-        for key in SEQ_FIELDS:
-            if data.get(key) is not None:
-                data[key] = new_seq.get(data[key])
+                data[key] = prefix + str(data[key]) if target == "span" else new_seq.get(data[key])
         old = data.get("seq")
         seq = writer.write_dict(data)
         if isinstance(old, int):

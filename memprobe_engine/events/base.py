@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Annotated, Literal
+
 from pydantic import BaseModel, ConfigDict
 
 #: Version of the on-disk event schema. Bump it together with an upgrader in ``upgrade.py``.
@@ -9,6 +11,31 @@ from pydantic import BaseModel, ConfigDict
 #: 3: ``unit`` names the unit a line belongs to, whatever the protocol (protocol B stopped writing
 #:    its episode id into ``user_id``).
 SCHEMA_VERSION = 3
+
+
+class PointsAt:
+    """Field metadata: the field refers to another part of the same recording — ``"seq"`` (another
+    event's sequence number) or ``"span"`` (a span id). Declared here, on the models, so a tool that
+    renumbers or re-prefixes a recording (``memprobe merge``) reads the declaration instead of
+    keeping a list of its own."""
+
+    def __init__(self, target: Literal["seq", "span"]) -> None:
+        self.target = target
+
+    def __repr__(self) -> str:
+        return f"PointsAt({self.target!r})"
+
+
+#: The ``seq`` of another event of the same recording.
+SeqRef = Annotated[int | None, PointsAt("seq")]
+#: A span id of the same recording.
+SpanRef = Annotated[str | None, PointsAt("span")]
+
+
+def pointer_fields(model: type[BaseModel]) -> dict[str, Literal["seq", "span"]]:
+    """The fields of ``model`` that point at other events or spans, with what they point at."""
+    return {name: meta.target for name, info in model.model_fields.items()
+            for meta in info.metadata if isinstance(meta, PointsAt)}
 
 
 class EventBase(BaseModel):
@@ -25,8 +52,8 @@ class EventBase(BaseModel):
 
     seq: int = -1
     time: float = 0.0
-    span_id: str | None = None
-    parent_span_id: str | None = None
+    span_id: SpanRef = None
+    parent_span_id: SpanRef = None
     unit: str | None = None
     user_id: str | None = None
     system: str | None = None

@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from memprobe_engine.events.base import EventBase
+from memprobe_engine.events.base import EventBase, SeqRef
 
 
 class IngestedTurn(BaseModel):
@@ -65,7 +65,7 @@ class ProbeAnswer(EventBase):
     answer: dict[str, Any] | None = None
     answer_text: str | None = None
     error: str | None = None
-    llm_call_seq: int | None = None
+    llm_call_seq: SeqRef = None
 
 
 class ProbeScore(EventBase):
@@ -84,5 +84,5 @@ class ProbeScore(EventBase):
     reason: str = ""
     excluded: bool = False
     exclusion_reason: str | None = None
-    rescore_of: int | None = None
+    rescore_of: SeqRef = None
     scorer_version: str = ""

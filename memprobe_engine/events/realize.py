@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from memprobe_engine.events.base import EventBase
+from memprobe_engine.events.base import EventBase, SeqRef
 
 
 class RealizeCheck(EventBase):
@@ -24,7 +24,7 @@ class RealizeCheck(EventBase):
     session_type: str
     attempt: int
     role: str
-    call_seq: int | None = None
+    call_seq: SeqRef = None
     problems: list[str] = Field(default_factory=list)
     outcome: Literal["accepted", "retry", "failed"]
 

@@ -79,7 +79,7 @@ class Recorder:
         """Set what the enclosed events concern, without opening a span (see :meth:`span` for ``unit``)."""
         pos = _POSITION.get()
         token = _POSITION.set(SpanPosition(
-            span_id=pos.span_id, parent_span_id=pos.parent_span_id, unit=_unit(unit, user_id, pos),
+            span_id=pos.span_id, parent_span_id=pos.parent_span_id, unit=unit_of(unit, user_id, pos),
             user_id=user_id if user_id is not None else pos.user_id,
             system=system if system is not None else pos.system,
             dimension=dimension if dimension is not None else pos.dimension))
@@ -98,7 +98,7 @@ class Recorder:
         outer = _POSITION.get()
         span_id = self._prefix + str(next(self._ids))
         inner = SpanPosition(
-            span_id=span_id, parent_span_id=outer.span_id, unit=_unit(unit, user_id, outer),
+            span_id=span_id, parent_span_id=outer.span_id, unit=unit_of(unit, user_id, outer),
             user_id=user_id if user_id is not None else outer.user_id,
             system=system if system is not None else outer.system,
             dimension=dimension if dimension is not None else outer.dimension)
@@ -139,7 +139,9 @@ class Recorder:
         return closed
 
 
-def _unit(unit: str | None, user_id: str | None, outer: SpanPosition) -> str | None:
+def unit_of(unit: str | None, user_id: str | None, outer: SpanPosition) -> str | None:
+    """The unit of a span or scope: the one it names, else the user it names (protocol A's unit is
+    its user), else the enclosing one's."""
     if unit is not None:
         return unit
     return user_id if user_id is not None else outer.unit

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from memprobe_engine.events.base import EventBase
+from memprobe_engine.events.base import EventBase, SeqRef
 
 
 class EpisodeEnd(EventBase):
@@ -28,7 +28,7 @@ class PreferenceJudgment(EventBase):
     turn: int
     scores: dict[str, float | None]
     mean: float | None = None
-    call_seq: int | None = None
+    call_seq: SeqRef = None
     excluded: str | None = None
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from memprobe_engine.events.base import EventBase
+from memprobe_engine.events.base import EventBase, SeqRef
 
 AccessMode = Literal["dump_all", "retrieve"]
 
@@ -20,7 +20,7 @@ class SlotFill(EventBase):
     mode: AccessMode
     label: str | None = None
     reason: str | None = None
-    call_seq: int | None = None
+    call_seq: SeqRef = None
     excluded: str | None = None
     overflow: bool = False
 
@@ -36,9 +36,9 @@ class JudgeScore(EventBase):
     mode: AccessMode
     score: float | None = None
     reason: str | None = None
-    call_seq: int | None = None
+    call_seq: SeqRef = None
     excluded: str | None = None
-    rescore_of: int | None = None
+    rescore_of: SeqRef = None
 
 
 class AttributionStage(EventBase):
@@ -51,7 +51,7 @@ class AttributionStage(EventBase):
     evidence: str | None = None
     reason: str | None = None
     cached: bool = False
-    call_seq: int | None = None
+    call_seq: SeqRef = None
 
 
 class AttributionLabel(EventBase):

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Union
+from typing import Annotated, Any, Literal, Union, get_args
 
 from pydantic import Field, TypeAdapter
 
-from memprobe_engine.events.base import EventBase
+from memprobe_engine.events.base import EventBase, pointer_fields
 from memprobe_engine.events.dialogue import Message
 from memprobe_engine.events.llm import EmbeddingBatch, LLMCall
 from memprobe_engine.events.memory import MemoryFootprint, MemoryOp, MemorySnapshot, Retrieval
@@ -16,19 +16,8 @@ from memprobe_engine.events.recovery import EpisodeEnd, PreferenceJudgment, Task
 from memprobe_engine.events.run import ErrorEvent, Metric, RunEnd, RunStart, SpanBegin, SpanEnd
 from memprobe_engine.events.scoring import AttributionLabel, AttributionStage, JudgeScore, SlotFill
 
-_EVENT_TYPES = (
-    RunStart, RunEnd, SpanBegin, SpanEnd, ErrorEvent, Metric,
-    Message,
-    LLMCall, EmbeddingBatch,
-    MemoryOp, MemorySnapshot, Retrieval, MemoryFootprint,
-    EpisodeEnd, PreferenceJudgment, TaskVerdict,
-    SlotFill, JudgeScore, AttributionStage, AttributionLabel,
-    SessionIngest, ProbeAnswer, ProbeScore,
-    RealizeCheck, RealizeExclusion,
-)
-
 #: Every event model, spelled out for the type checker: ``event.kind == "judge_score"`` narrows an
-#: ``AnyEvent`` to ``JudgeScore``. Keep it equal to ``_EVENT_TYPES`` (a unit test checks).
+#: ``AnyEvent`` to ``JudgeScore``. The one list of event kinds: everything below derives from it.
 AnyEvent = Union[
     RunStart, RunEnd, SpanBegin, SpanEnd, ErrorEvent, Metric,
     Message,
@@ -40,10 +29,16 @@ AnyEvent = Union[
     RealizeCheck, RealizeExclusion,
 ]
 
+_EVENT_TYPES: tuple[type[EventBase], ...] = get_args(AnyEvent)
+
 Event = Annotated[AnyEvent, Field(discriminator="kind")]
 
 EVENT_KINDS: frozenset[str] = frozenset(t.model_fields["kind"].default for t in _EVENT_TYPES)
 MODEL_OF_KIND: dict[str, type[EventBase]] = {t.model_fields["kind"].default: t for t in _EVENT_TYPES}
+#: Per kind, the fields that point at another event (``"seq"``) or span (``"span"``), as declared on
+#: the models with :data:`~memprobe_engine.events.base.SeqRef` / ``SpanRef``.
+POINTERS_OF_KIND: dict[str, dict[str, Literal["seq", "span"]]] = {
+    kind: pointer_fields(model) for kind, model in MODEL_OF_KIND.items()}
 
 _ADAPTER: TypeAdapter[AnyEvent] = TypeAdapter(Event)
 
