@@ -7,12 +7,15 @@ import datetime as dt
 import os
 import shutil
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 from rich.console import Console
 
 from memprobe_engine.cli.model_flags import role_specs
+
+if TYPE_CHECKING:
+    from memprobe_engine.orchestration.progress import CommandProgress
 
 generate_app = typer.Typer(help="Generate benchmark inputs with any model.", no_args_is_help=True)
 console = Console(highlight=False)
@@ -30,11 +33,14 @@ def users(
     retries: Annotated[int, typer.Option(help="Retry budget for bank entries and flagged tasks.")] = 3,
 ) -> None:
     """Generate N users; every model call is recorded under OUT/_generation/."""
-    asyncio.run(_generate(out, n, pool, prefix, list(model or []), config, seed, retries))
+    from memprobe_engine.orchestration.progress import CommandProgress
+
+    with CommandProgress("generate", unit="users", total=n) as progress:
+        asyncio.run(_generate(out, n, pool, prefix, list(model or []), config, seed, retries, progress))
 
 
 async def _generate(out: Path, n: int, pool_path: Path, prefix: str, overrides: list[str], config: Path | None,
-                    seed: int, retries: int) -> None:
+                    seed: int, retries: int, progress: CommandProgress) -> None:
     from memprobe_engine.events.header import new_header
     from memprobe_engine.orchestration.lifecycle import recorded_run
     from memprobe_engine.llm.cache import ResponseCache
@@ -59,7 +65,7 @@ async def _generate(out: Path, n: int, pool_path: Path, prefix: str, overrides: 
                 user_id = f"{prefix}_{index + 1:03d}"
                 profile, bank, tasks = await generate_user(chat, run.recorder, pool, user_id, settings)
                 folder = write_user(out, user_id, profile, bank, tasks)
-                console.print(f"wrote {folder}")
+                progress.advance(note=f"wrote {folder}")
         finally:
             await chat.aclose()
     writer = run.writer
@@ -91,14 +97,17 @@ def episodes(
                                                "episodes.jsonl, so this run redoes their failing sessions.")] = False,
 ) -> None:
     """Realize latent specs into a paradigm suite; every call is recorded, re-running resumes."""
+    from memprobe_engine.orchestration.progress import CommandProgress
+
     ids = [part.strip() for item in (episode or []) for part in item.split(",") if part.strip()] or None
-    asyncio.run(_episodes(specs, out, ids, list(model or []), config, seed, attempts, strong_attempts,
-                          max_tokens, concurrency, filler_cap, recheck))
+    with CommandProgress("generate", unit="sessions") as progress:
+        asyncio.run(_episodes(specs, out, ids, list(model or []), config, seed, attempts, strong_attempts,
+                              max_tokens, concurrency, filler_cap, recheck, progress))
 
 
 async def _episodes(specs: Path, out: Path, ids: list[str] | None, overrides: list[str], config: Path | None,
                     seed: int, attempts: int, strong_attempts: int, max_tokens: int, concurrency: int,
-                    filler_cap: int | None, recheck: bool = False) -> None:
+                    filler_cap: int | None, recheck: bool, progress: CommandProgress) -> None:
     from memprobe_engine.llm.cache import ResponseCache
     from memprobe_engine.llm.config import load_llm_config
     from memprobe_engine.paradigms.realize import RealizeSettings
@@ -107,9 +116,8 @@ async def _episodes(specs: Path, out: Path, ids: list[str] | None, overrides: li
     llm_config = load_llm_config(config, os.environ, role_specs(overrides))
     settings = RealizeSettings(seed=seed, attempts=attempts, strong_attempts=strong_attempts, max_tokens=max_tokens,
                                filler_cap=filler_cap)
-    stamp = lambda line: console.print(f"[{dt.datetime.now():%H:%M:%S}] {line}", markup=False)
     summary = await realize_suite(RealizeRequest(specs, out, ids, settings, concurrency, recheck), llm_config,
-                                  cache=ResponseCache(), progress=stamp, signals=True)
+                                  cache=ResponseCache(), progress=progress.phase, signals=True)
     s = summary.stats
     console.print(f"{s.episodes} episode(s) written, {s.excluded_episodes} excluded, {s.skipped} already done; "
                   f"{s.sessions} sessions, {s.calls} calls ({s.live_calls} live), {s.regenerations} regenerations, "

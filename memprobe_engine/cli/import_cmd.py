@@ -34,9 +34,10 @@ def release_a(
     run (for report, replay and rescore). Problems never abort the import: they are listed at the end and
     saved in OUT/import-report.json. Exit status 1 when a file could not be read."""
     from memprobe_engine.imports import REPORT_FILE, import_release_a
+    from memprobe_engine.orchestration.progress import CommandProgress
 
-    result = import_release_a(path, out, workers=workers,
-                              progress=lambda message: console.print(f"[dim]·[/] {message}", markup=True))
+    with CommandProgress("import", unit="steps") as progress:
+        result = import_release_a(path, out, workers=workers, progress=progress.phase)
     table = Table("run", "system", "modes", "users", "episodes", "items", "scores", "labels",
                   title=f"imported from {escape(str(path))}")
     for run in result.runs:
@@ -74,9 +75,10 @@ def release_b(
     disagreements and any problems (missing files or episodes, never fatal) go to OUT/import-report.json."""
     from memprobe_engine.imports.release_b import REPORT_FILE as B_REPORT_FILE
     from memprobe_engine.imports.release_b import import_release_b
+    from memprobe_engine.orchestration.progress import CommandProgress
 
-    result = import_release_b(path, out, suite=suite,
-                              progress=lambda message: console.print(f"[dim]·[/] {escape(message)}", markup=True))
+    with CommandProgress("import", unit="steps") as progress:
+        result = import_release_b(path, out, suite=suite, progress=progress.phase)
     for report in result.reports:
         systems = ", ".join(f"{s} {a}/{c}" for s, (a, c) in report.by_system.items())
         console.print(f"{escape(report.report)}: {report.line}  [dim]({escape(systems)})[/]", markup=True,

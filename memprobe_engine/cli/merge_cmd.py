@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import shutil
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
@@ -114,8 +114,10 @@ def _copy_events(reader: RecordingReader, prefix: str, writer: EventWriter) -> t
     return copied, skipped
 
 
-def merge_recordings(out: Path, inputs: Sequence[Path]) -> MergeResult:
-    """Write the merge of ``inputs`` into the new recording ``out`` (removed again if the merge fails)."""
+def merge_recordings(out: Path, inputs: Sequence[Path],
+                     progress: Callable[[str], None] | None = None) -> MergeResult:
+    """Write the merge of ``inputs`` into the new recording ``out`` (removed again if the merge fails);
+    ``progress`` hears of each input once it is copied."""
     out, inputs = Path(out), [Path(p) for p in inputs]
     if not inputs:
         raise RecordingError("merge needs at least one input recording.")
@@ -139,6 +141,8 @@ def merge_recordings(out: Path, inputs: Sequence[Path]) -> MergeResult:
                     result.events += copied
                     if skipped or reader.damage.tail_bytes:
                         result.skipped[str(path)] = skipped + (1 if reader.damage.tail_bytes else 0)
+                    if progress is not None:
+                        progress(f"{path}: {copied:,} events")
         except BaseException:
             shutil.rmtree(out, ignore_errors=True)
             raise
@@ -150,7 +154,10 @@ def merge(
     inputs: Annotated[list[Path], typer.Argument(help="Shard recordings of one run, in order.")],
 ) -> None:
     """Join shard recordings of one run into one new recording (events re-sequenced, span ids kept unique)."""
-    result = merge_recordings(out, inputs)
+    from memprobe_engine.orchestration.progress import CommandProgress
+
+    with CommandProgress("merge", unit="recordings", total=len(inputs)) as progress:
+        result = merge_recordings(out, inputs, progress=lambda note: progress.advance(note=note))
     console = Console(highlight=False)
     console.print(f"merged {result.events:,} events and {result.payloads:,} payloads from {len(inputs)} "
                   f"recordings into {result.out}")

@@ -4,20 +4,22 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 from rich.console import Console
 
 from memprobe_engine.cli.model_flags import role_specs
 from memprobe_engine.errors import ConfigError
+from memprobe_engine.orchestration.progress import ProgressHook
 
 #: Units at once by default: enough to keep the embedded server's 4 slots busy in the quick run (two
 #: systems, each with a simulator and a preference judge in flight); bench/quick_run.py measures it.
 DEFAULT_RUN_CONCURRENCY = 4
 
-console = Console(highlight=False, stderr=True)
+console = Console(highlight=False, stderr=True, soft_wrap=True)
 
 
 def _csv(value: Optional[str]) -> Optional[list[str]]:
@@ -46,6 +48,7 @@ def _shard(value: str) -> tuple[int, int]:
 
 
 def run(
+    ctx: typer.Context,
     record: Annotated[Path, typer.Option(help="Recording directory to write (an existing one is resumed).")],
     suite: Annotated[str, typer.Option(help="Benchmark suite: recovery (protocol A) or paradigms (protocol B).")]
     = "recovery",
@@ -100,65 +103,69 @@ def run(
                                           "called and nothing is written.")] = False,
 ) -> None:
     """Run a benchmark and record every step; re-running the same command resumes it."""
+    from memprobe_engine.cli.dry_run import print_resolved
     from memprobe_engine.llm.cache import ResponseCache
     from memprobe_engine.llm.config import load_llm_config
-    from memprobe_engine.cli.dry_run import print_resolved
-    from memprobe_engine.recovery.policy import DEFAULT_POLICY, check_policy
-    from memprobe_engine.recovery.protocol_config import cap, load_protocol_table, merged, recovery_protocol
-    from memprobe_engine.recovery.rollout import RolloutSettings
     from memprobe_engine.orchestration.progress import CommandProgress
-    from memprobe_engine.recovery.runner import RecoveryPlan, run_recovery
+    from memprobe_engine.paradigms.run_options import ParadigmOptions, paradigm_plan, paradigm_protocol
+    from memprobe_engine.paradigms.runner import run_paradigms
+    from memprobe_engine.recovery.protocol_config import recovery_protocol
+    from memprobe_engine.recovery.run_options import RecoveryOptions, recovery_plan
+    from memprobe_engine.recovery.runner import run_recovery
 
-    if suite == "paradigms":
-        from memprobe_engine.cli.run_paradigms import ParadigmOptions, run_paradigms_command
-
-        run_paradigms_command(ParadigmOptions(
-            record=record, sessions=sessions, episodes=_csv(episodes), paradigms=_csv(paradigms), limit=limit,
-            ingest=ingest,
-            systems=_csv(systems) or [], model=role_specs(model), config=config, concurrency=concurrency,
-            shard=_shard(shard), seed=seed, k=k, session_k=session_k, reader_max_tokens=reader_max_tokens,
-            embeddings=embeddings or "st:minilm", no_cache=no_cache, dry_run=dry_run))
-        return
-    if suite != "recovery":
+    if suite not in ("recovery", "paradigms"):
         raise ConfigError(f"--suite {suite!r}: use recovery (protocol A) or paradigms (protocol B).")
-    table = load_protocol_table(config)
-    mode_list = _csv(modes) or list(table.modes or ["dump_all", "retrieve"])
-    bad = [m for m in mode_list if m not in ("dump_all", "retrieve")]
-    if bad:
-        raise ConfigError(f"--modes: {', '.join(bad)} unknown; use dump_all and/or retrieve.")
-    turns = merged(max_turns, table.max_turns, 25)
-    if turns < 1:
-        raise ConfigError("--max-turns must be at least 1.")
-    for flag, value in (("--agent-max-tokens", agent_max_tokens), ("--simulator-max-tokens", simulator_max_tokens),
-                        ("--judge-max-tokens", judge_max_tokens),
-                        ("--preference-judge-max-tokens", preference_judge_max_tokens)):
-        if value is not None and value < 0:
-            raise ConfigError(f"{flag} {value}: a reply cap is a number of tokens; give a positive number, "
-                              f"or 0 for no cap.")
-    defaults = RolloutSettings()
-    settings = RolloutSettings(
-        max_turns=turns, seed=seed,
-        agent_max_tokens=cap(merged(agent_max_tokens, table.agent_max_tokens, None)),
-        simulator_max_tokens=cap(merged(simulator_max_tokens, table.simulator_max_tokens, None)),
-        judge_max_tokens=cap(merged(judge_max_tokens, table.judge_max_tokens, None)),
-        preference_judge_max_tokens=merged(preference_judge_max_tokens, table.preference_judge_max_tokens, None),
-        agent_k=merged(None, table.agent_k, defaults.agent_k),
-        agent_temperature=merged(None, table.agent_temperature, defaults.agent_temperature),
-        simulator_temperature=merged(None, table.simulator_temperature, defaults.simulator_temperature),
-        preference_judge=False if no_preference_judge else merged(None, table.preference_judge, True),
-        policy=check_policy(merged(policy, table.policy, DEFAULT_POLICY)))
-    embeddings = merged(embeddings, table.embeddings, "st:minilm")
-    plan = RecoveryPlan(sessions_dir=sessions, users=_csv(users), dimensions=_csv(dims),
-                        systems=_system_list(systems), modes=mode_list, settings=settings,  # type: ignore[arg-type]
-                        shard=_shard(shard), embedding_spec=embeddings)
-    llm_config = load_llm_config(config, os.environ, role_specs(model))
-    if dry_run:  # the resolved protocol only: no server is started, no recording written
-        print_resolved(recovery_protocol(plan, llm_config), Console(highlight=False))
-        return
+    refuse_other_protocol_flags(ctx, suite, RecoveryOptions.own_flags if suite == "paradigms"
+                                else ParadigmOptions.own_flags)
+    cache = None if no_cache else ResponseCache()
+    run_work: Callable[[ProgressHook], Coroutine[Any, Any, Path]]
+    if suite == "paradigms":
+        paradigm = paradigm_plan(ParadigmOptions(
+            sessions=sessions, systems=_csv(systems) or [], shard=_shard(shard), seed=seed, episodes=_csv(episodes),
+            paradigms=_csv(paradigms), limit=limit, ingest=ingest, k=k, session_k=session_k,
+            reader_max_tokens=reader_max_tokens, embeddings=embeddings or "st:minilm"))
+        llm_config = load_llm_config(config, os.environ, role_specs(model))  # a bad config fails here
+        if dry_run:  # units and calls only: no server is started, no recording written
+            print_resolved(paradigm_protocol(paradigm, llm_config, record), console)
+            return
+        run_work = lambda hook: run_paradigms(paradigm, record, llm_config=llm_config, concurrency=concurrency,
+                                              cache=cache, progress=hook, signals=True)
+    else:
+        recovery = recovery_plan(RecoveryOptions(
+            sessions=sessions, systems=_system_list(systems), config=config, shard=_shard(shard), seed=seed,
+            users=_csv(users), dims=_csv(dims), modes=_csv(modes), max_turns=max_turns,
+            agent_max_tokens=agent_max_tokens, simulator_max_tokens=simulator_max_tokens,
+            judge_max_tokens=judge_max_tokens, preference_judge_max_tokens=preference_judge_max_tokens,
+            no_preference_judge=no_preference_judge, policy=policy, embeddings=embeddings))
+        llm_config = load_llm_config(config, os.environ, role_specs(model))
+        if dry_run:  # the resolved protocol only: no server is started, no recording written
+            print_resolved(recovery_protocol(recovery, llm_config), Console(highlight=False))
+            return
+        run_work = lambda hook: run_recovery(recovery, record, llm_config=llm_config, concurrency=concurrency,
+                                             cache=cache, progress=hook, signals=True)
     with CommandProgress("run", unit="units") as progress:
         # Printed at once: the first minutes may go to model start-up, which the display then shows.
         progress.phase(f"recording to {record}; models start on their first call")
-        out = asyncio.run(run_recovery(plan, record, llm_config=llm_config, concurrency=concurrency,
-                                       cache=None if no_cache else ResponseCache(), progress=progress.hook,
-                                       signals=True))
+        out = asyncio.run(run_work(progress.hook))
     console.print(f"recorded to [bold]{out}[/]  (report: memprobe report {out})")
+
+
+def given_flags(ctx: typer.Context) -> list[str]:
+    """The options given on the command line (or by environment), as the command spells them."""
+    given = []
+    for param in ctx.command.params:
+        source = ctx.get_parameter_source(param.name) if param.name else None
+        # By name: typer ships its own copy of click, whose ParameterSource is not click's.
+        if source is not None and source.name in ("COMMANDLINE", "ENVIRONMENT") and param.opts:
+            given.append(param.opts[0])
+    return given
+
+
+def refuse_other_protocol_flags(ctx: typer.Context, suite: str, foreign: tuple[str, ...]) -> None:
+    """One line for a flag the chosen protocol would silently ignore (it belongs to the other one)."""
+    stray = [flag for flag in given_flags(ctx) if flag in foreign]
+    if stray:
+        other = "recovery" if suite == "paradigms" else "paradigms"
+        raise ConfigError(f"{', '.join(stray)}: only a --suite {other} run reads "
+                          f"{'this flag' if len(stray) == 1 else 'these flags'}, and this is a --suite {suite} run. "
+                          f"Drop {'it' if len(stray) == 1 else 'them'}, or pass --suite {other}.")

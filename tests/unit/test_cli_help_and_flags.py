@@ -46,3 +46,30 @@ def test_a_negative_reply_cap_is_refused_with_the_flag_named(flag: str, tmp_path
     assert isinstance(result.exception, ConfigError), result.output  # the entry point prints it as one line
     assert f"{flag} -5" in str(result.exception) and "0 for no cap" in str(result.exception)
     assert not (tmp_path / "never").exists()
+
+
+@pytest.mark.parametrize(("args", "named"), [
+    (["--suite", "paradigms", "--sessions", "sessions/paradigms/upstream-sample", "--systems", "latest_value",
+      "--max-turns", "3", "--policy", "audit", "--users", "sim_01"], "--users, --max-turns, --policy"),
+    (["--suite", "paradigms", "--sessions", "sessions/paradigms/upstream-sample", "--systems", "latest_value",
+      "--no-preference-judge"], "--no-preference-judge"),
+    (["--users", "sim_01", "--systems", "nomem", "--ingest", "session", "--k", "3"], "--ingest, --k"),
+    (["--users", "sim_01", "--systems", "nomem", "--episodes", "PILOT-01A"], "--episodes"),
+])
+def test_a_flag_of_the_other_protocol_is_refused(args: list[str], named: str, tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before, nine protocol-A flags were silently ignored under --suite paradigms (and the reverse)."""
+    monkeypatch.chdir(Path(__file__).resolve().parents[2])
+    result = runner.invoke(app, ["run", "--record", str(tmp_path / "never"), *args])
+    assert isinstance(result.exception, ConfigError), result.output
+    assert str(result.exception).startswith(f"{named}: only a --suite ")
+    assert not (tmp_path / "never").exists()
+
+
+def test_the_protocols_own_flags_are_real_options_of_run() -> None:
+    from memprobe_engine.paradigms.run_options import ParadigmOptions
+    from memprobe_engine.recovery.run_options import RecoveryOptions
+
+    text = _help("run")
+    for flag in (*RecoveryOptions.own_flags, *ParadigmOptions.own_flags):
+        assert flag in text, flag

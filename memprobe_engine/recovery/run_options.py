@@ -1,0 +1,84 @@
+"""Protocol A's run options: the ``memprobe run`` flags it reads, turned into its plan.
+
+The CLI only parses flags and dispatches; what a flag means (merged under a config file's
+``[protocol]`` table, checked, defaulted to the release's values) is decided here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar, cast, get_args
+
+from memprobe_engine.errors import ConfigError
+from memprobe_engine.recovery.policy import DEFAULT_POLICY, check_policy
+from memprobe_engine.recovery.protocol_config import cap, load_protocol_table, merged
+from memprobe_engine.recovery.rollout import RolloutSettings
+from memprobe_engine.recovery.runner import RecoveryPlan
+from memprobe_engine.recovery.scoring import Mode
+
+
+@dataclass(frozen=True)
+class RecoveryOptions:
+    """The run command's flags that protocol A reads (None: not given)."""
+
+    #: The flags only protocol A has (a protocol-B run refuses them), as the command spells them.
+    own_flags: ClassVar[tuple[str, ...]] = (
+        "--users", "--dims", "--modes", "--max-turns", "--agent-max-tokens", "--simulator-max-tokens",
+        "--judge-max-tokens", "--preference-judge-max-tokens", "--no-preference-judge", "--policy")
+
+    sessions: Path
+    systems: list[str]
+    config: Path | None
+    shard: tuple[int, int]
+    seed: int
+    users: list[str] | None = None
+    dims: list[str] | None = None
+    modes: list[str] | None = None
+    max_turns: int | None = None
+    agent_max_tokens: int | None = None
+    simulator_max_tokens: int | None = None
+    judge_max_tokens: int | None = None
+    preference_judge_max_tokens: int | None = None
+    no_preference_judge: bool = False
+    policy: str | None = None
+    embeddings: str | None = None
+
+
+def recovery_plan(options: RecoveryOptions) -> RecoveryPlan:
+    """The plan of a protocol-A run: flags over the config file's ``[protocol]`` table over the
+    release's defaults; a bad value is one ConfigError naming the flag."""
+    table = load_protocol_table(options.config)
+    mode_list = options.modes or list(table.modes or ["dump_all", "retrieve"])
+    bad = [m for m in mode_list if m not in get_args(Mode)]
+    if bad:
+        raise ConfigError(f"--modes: {', '.join(bad)} unknown; use dump_all and/or retrieve.")
+    turns = merged(options.max_turns, table.max_turns, 25)
+    if turns < 1:
+        raise ConfigError("--max-turns must be at least 1.")
+    for flag, value in (("--agent-max-tokens", options.agent_max_tokens),
+                        ("--simulator-max-tokens", options.simulator_max_tokens),
+                        ("--judge-max-tokens", options.judge_max_tokens),
+                        ("--preference-judge-max-tokens", options.preference_judge_max_tokens)):
+        if value is not None and value < 0:
+            raise ConfigError(f"{flag} {value}: a reply cap is a number of tokens; give a positive number, "
+                              f"or 0 for no cap.")
+    defaults = RolloutSettings()
+    settings = RolloutSettings(
+        max_turns=turns, seed=options.seed,
+        agent_max_tokens=cap(merged(options.agent_max_tokens, table.agent_max_tokens, None)),
+        simulator_max_tokens=cap(merged(options.simulator_max_tokens, table.simulator_max_tokens, None)),
+        judge_max_tokens=cap(merged(options.judge_max_tokens, table.judge_max_tokens, None)),
+        preference_judge_max_tokens=merged(options.preference_judge_max_tokens, table.preference_judge_max_tokens,
+                                           None),
+        agent_k=merged(None, table.agent_k, defaults.agent_k),
+        agent_temperature=merged(None, table.agent_temperature, defaults.agent_temperature),
+        simulator_temperature=merged(None, table.simulator_temperature, defaults.simulator_temperature),
+        preference_judge=False if options.no_preference_judge else merged(None, table.preference_judge, True),
+        policy=check_policy(merged(options.policy, table.policy, DEFAULT_POLICY)))
+    return RecoveryPlan(sessions_dir=options.sessions, users=options.users, dimensions=options.dims,
+                        systems=options.systems, modes=cast("list[Mode]", mode_list), settings=settings,
+                        shard=options.shard, embedding_spec=merged(options.embeddings, table.embeddings, "st:minilm"))
+
+
+__all__ = ["RecoveryOptions", "recovery_plan"]
