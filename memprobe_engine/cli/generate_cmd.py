@@ -13,6 +13,7 @@ import typer
 from rich.console import Console
 
 from memprobe_engine.cli.model_flags import role_specs
+from memprobe_engine.errors import ConfigError
 
 if TYPE_CHECKING:
     from memprobe_engine.orchestration.progress import CommandProgress
@@ -98,6 +99,9 @@ def episodes(
 ) -> None:
     """Realize latent specs into a paradigm suite; every call is recorded, re-running resumes."""
     from memprobe_engine.orchestration.progress import CommandProgress
+
+    if concurrency < 1:
+        raise ConfigError(f"--concurrency {concurrency}: give how many episodes to realize at once, 1 or more.")
 
     ids = [part.strip() for item in (episode or []) for part in item.split(",") if part.strip()] or None
     with CommandProgress("generate", unit="sessions") as progress:

@@ -34,6 +34,15 @@ def _system_list(value: str) -> list[str]:
     if not names:
         raise ConfigError(f"--systems {value!r} names no memory system. Pass one or more comma-separated names, "
                           f"e.g. --systems nomem,longctx_full (memprobe systems list shows them).")
+    return unique("--systems", names)
+
+
+def unique(flag: str, names: list[str]) -> list[str]:
+    """``names`` when each appears once; a name given twice would run its units twice."""
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:
+        once = ",".join(dict.fromkeys(names))
+        raise ConfigError(f"{flag} names {', '.join(repeated)} more than once; each runs once: {flag} {once}")
     return names
 
 
@@ -108,7 +117,8 @@ def run(
     from memprobe_engine.llm.config import load_llm_config
     from memprobe_engine.orchestration.progress import CommandProgress
     from memprobe_engine.paradigms.run_options import ParadigmOptions, paradigm_plan, paradigm_protocol
-    from memprobe_engine.paradigms.runner import run_paradigms
+    from memprobe_engine.llm.backends import check_specs
+    from memprobe_engine.paradigms.runner import needs_models, run_paradigms
     from memprobe_engine.recovery.protocol_config import recovery_protocol
     from memprobe_engine.recovery.run_options import RecoveryOptions, recovery_plan
     from memprobe_engine.recovery.runner import run_recovery
@@ -117,17 +127,24 @@ def run(
         raise ConfigError(f"--suite {suite!r}: use recovery (protocol A) or paradigms (protocol B).")
     refuse_other_protocol_flags(ctx, suite, RecoveryOptions.own_flags if suite == "paradigms"
                                 else ParadigmOptions.own_flags)
+    if concurrency < 1:
+        raise ConfigError(f"--concurrency {concurrency}: give how many to run at once, 1 or more (e.g. "
+                          f"--concurrency 4).")
+    for flag, listed in (("--users", users), ("--dims", dims), ("--episodes", episodes)):
+        unique(flag, _csv(listed) or [])
     cache = None if no_cache else ResponseCache()
     run_work: Callable[[ProgressHook], Coroutine[Any, Any, Path]]
     if suite == "paradigms":
         paradigm = paradigm_plan(ParadigmOptions(
-            sessions=sessions, systems=_csv(systems) or [], shard=_shard(shard), seed=seed, episodes=_csv(episodes),
+            sessions=sessions, systems=unique("--systems", _csv(systems) or []), shard=_shard(shard), seed=seed, episodes=_csv(episodes),
             paradigms=_csv(paradigms), limit=limit, ingest=ingest, k=k, session_k=session_k,
             reader_max_tokens=reader_max_tokens, embeddings=embeddings or "st:minilm"))
         llm_config = load_llm_config(config, os.environ, role_specs(model))  # a bad config fails here
         if dry_run:  # units and calls only: no server is started, no recording written
             print_resolved(paradigm_protocol(paradigm, llm_config, record), console)
             return
+        if needs_models(paradigm.systems):
+            check_specs(llm_config.models.values())  # before the recording pins a spec that cannot work
         run_work = lambda hook: run_paradigms(paradigm, record, llm_config=llm_config, concurrency=concurrency,
                                               cache=cache, progress=hook, signals=True)
     else:
@@ -141,6 +158,7 @@ def run(
         if dry_run:  # the resolved protocol only: no server is started, no recording written
             print_resolved(recovery_protocol(recovery, llm_config), Console(highlight=False))
             return
+        check_specs(llm_config.models.values())  # before the recording pins a spec that cannot work
         run_work = lambda hook: run_recovery(recovery, record, llm_config=llm_config, concurrency=concurrency,
                                              cache=cache, progress=hook, signals=True)
     with CommandProgress("run", unit="units") as progress:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import re
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -92,6 +93,8 @@ class ModelSpec(BaseModel):
                 raise ValueError("a replay fallback must be a live backend, not another replay")
         if self.base_url is not None and not self.base_url.startswith(("http://", "https://")):
             raise ValueError(f"base_url {self.base_url!r} must start with http:// or https://")
+        if self.base_url is not None:
+            _check_url(self.base_url)
         if self.backend != "local" and (self.slots, self.prompt_cache, self.draft) != (None, None, None):
             raise ValueError("slots, prompt_cache and draft are settings of the embedded model (local specs) only")
         if self.backend == "local":  # checked here so a bad setting stops a run before its recording exists
@@ -232,6 +235,21 @@ def _local_tier(name: str) -> str:
     """Canonical tier name for the embedded model (``0.5b`` and ``fast`` are one tier)."""
     from memprobe_engine.llm.model_assets import resolve_tier  # light module: no model is loaded
     return resolve_tier(name).name
+
+
+def _check_url(url: str) -> None:
+    """A base URL's host and port, checked here so a typo stops before any recording exists (a port
+    out of range used to fail deep in the HTTP stack, as "unhandled errors in a TaskGroup")."""
+    parts = urlsplit(url)
+    try:
+        port = parts.port
+    except ValueError:
+        raise ValueError(f"base_url {url!r} has an invalid port: give a number from 1 to 65535, "
+                         f"e.g. http://127.0.0.1:8000/v1") from None
+    if port == 0:
+        raise ValueError(f"base_url {url!r} has port 0: give a number from 1 to 65535")
+    if not parts.hostname:
+        raise ValueError(f"base_url {url!r} names no host, e.g. http://127.0.0.1:8000/v1")
 
 
 def _bad_spec_message(text: str, why: str, origin: str | None) -> str:

@@ -6,8 +6,9 @@ embedded model's runtime and a CPU machine never needs vLLM.
 
 from __future__ import annotations
 
+import asyncio
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from memprobe_engine.errors import LLMError
@@ -39,4 +40,15 @@ def make_backend(spec: ModelSpec, env: Mapping[str, str] | None = None) -> ChatB
     return ReplayBackend(Path(spec.model).expanduser(), fallback=fallback)
 
 
-__all__ = ["make_backend"]
+def check_specs(specs: Iterable[ModelSpec], env: Mapping[str, str] | None = None) -> None:
+    """Build, then close, the backend of each spec: a spec that cannot work here (no API key, a
+    replay folder that is not a recording, a runtime not installed) raises its one-line error now,
+    before a run creates its recording. Nothing is started and no request is sent; creating the
+    recording first pinned the broken spec in its header, so the corrected command was refused."""
+    async def build_and_close() -> None:
+        for spec in {spec.identity_key(): spec for spec in specs}.values():
+            await make_backend(spec, env).aclose()
+    asyncio.run(build_and_close())
+
+
+__all__ = ["check_specs", "make_backend"]
