@@ -274,7 +274,15 @@ def _field_path(err: ValidationError) -> str:
     return f"field {'.'.join(map(str, first['loc'])) or '(top level)'}: {first['msg']}"
 
 
+def regular_file(path: Path) -> Path:
+    """``path``, refused when it is a pipe, device or folder: reading a FIFO would block for ever."""
+    if path.exists() and not path.is_file():
+        raise ConfigError(f"{path}: not a regular file (a folder, pipe or device); put the suite file there.")
+    return path
+
+
 def _read_json(path: Path) -> Any:
+    regular_file(path)
     try:
         return orjson.loads(path.read_bytes())
     except orjson.JSONDecodeError as err:
@@ -331,7 +339,7 @@ def load_episodes(path: Path) -> list[Episode]:
     """Episodes from a JSON-lines file; blank lines are skipped, a bad line is named by number."""
     episodes: list[Episode] = []
     try:
-        lines = path.read_bytes().splitlines()
+        lines = regular_file(path).read_bytes().splitlines()
     except OSError as err:
         raise ConfigError(f"{path}: cannot be read ({err.strerror}).") from None
     for number, line in enumerate(lines, start=1):
@@ -367,6 +375,11 @@ def load_suite(path: Path | str, *, name: str | None = None) -> Suite:
     episodes = load_episodes(episodes_path) if episodes_path.exists() else []
     specs = load_specs(specs_path) if specs_path.exists() else [e.latent_spec for e in episodes]
     fact_types = load_fact_types(types_path) if types_path.exists() else []
+    ids = [e.episode_id for e in episodes]
+    repeated = sorted({i for i in ids if ids.count(i) > 1})
+    if repeated:
+        raise ConfigError(f"{episodes_path}: episode id(s) {', '.join(repeated)} appear more than once; give each "
+                          f"episode its own id (memprobe sessions validate {folder} lists the lines).")
     return Suite(name=name or folder.name, episodes=episodes, specs=specs, fact_types=fact_types,
                  root=str(folder))
 

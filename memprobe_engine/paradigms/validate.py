@@ -204,10 +204,16 @@ def validate_suite(path: Path | str) -> list[SuiteProblem]:
     problems: list[SuiteProblem] = []
     if not folder.exists():
         return [SuiteProblem(str(root), None, "(path)", "no such suite folder")]
+    if episodes_path.exists() and not episodes_path.is_file():
+        return [SuiteProblem(str(episodes_path), None, "(file)", "not a regular file (a folder, pipe or device); "
+                                                                  "put the episodes file there")]
+    first_line: dict[str, int] = {}
+    episodes_seen = 0
     if episodes_path.exists():
         for number, line in enumerate(episodes_path.read_bytes().splitlines(), start=1):
             if not line.strip():
                 continue
+            episodes_seen += 1
             where = f"{episodes_path}:{number}"
             try:
                 raw = orjson.loads(line)
@@ -226,11 +232,23 @@ def validate_suite(path: Path | str) -> list[SuiteProblem]:
                 problems.append(SuiteProblem(where, eid, field if message else "(episode)", message or str(err)))
                 continue
             problems += check_episode(raw, episode, where)
+            if episode.episode_id in first_line:
+                problems.append(SuiteProblem(where, eid, "episode_id", f"repeats the id of line "
+                                             f"{first_line[episode.episode_id]}; give each episode its own id (a run "
+                                             f"keeps one of the two and drops the other's probes)"))
+            first_line.setdefault(episode.episode_id, number)
     specs_path = folder / SPECS_FILE
+    specs_seen = 0
     if specs_path.exists() and (not root.is_file() or root.name == SPECS_FILE):
         try:
+            spec_ids: set[str] = set()
             for spec in load_specs(specs_path):
+                specs_seen += 1
                 problems += check_spec(spec, str(specs_path))
+                if spec.episode_id in spec_ids:
+                    problems.append(SuiteProblem(str(specs_path), spec.episode_id, "episode_id",
+                                                 "repeats an earlier spec's id; give each spec its own id"))
+                spec_ids.add(spec.episode_id)
         except ConfigError as err:
             problems.append(SuiteProblem(str(specs_path), None, "(file)", str(err)))
     if (folder / FACT_TYPES_FILE).exists():
@@ -240,4 +258,7 @@ def validate_suite(path: Path | str) -> list[SuiteProblem]:
             problems.append(SuiteProblem(str(folder / FACT_TYPES_FILE), None, "(file)", str(err)))
     if not episodes_path.exists() and not specs_path.exists():
         problems.append(SuiteProblem(str(root), None, "(path)", f"neither {EPISODES_FILE} nor {SPECS_FILE} is there"))
+    elif not problems and episodes_seen == 0 and specs_seen == 0:
+        problems.append(SuiteProblem(str(root), None, "(suite)", "holds no episode and no latent spec; realize "
+                                     "episodes with `memprobe generate episodes` or pass a suite that has some"))
     return problems

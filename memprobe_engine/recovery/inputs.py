@@ -287,6 +287,10 @@ M = TypeVar("M", bound=BaseModel)
 
 def _read_json(path: Path, problems: list[Problem]) -> Any:
     """Parsed JSON, or ``_MISSING`` after recording why it could not be read."""
+    if path.exists() and not path.is_file():  # a FIFO or device would block the read for ever
+        problems.append(Problem(file=str(path), message="not a regular file (a folder, pipe or device); "
+                                                        "put the JSON file here"))
+        return _MISSING
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
