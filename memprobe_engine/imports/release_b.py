@@ -247,6 +247,10 @@ def import_release_b(path: Path | str, out: Path | str, *, suite: str = "suite56
                           f"(it holds data/{suite}/ and results/{suite}/reports/).")
     log = ProblemLog()
     data, reports_dir = root / "data" / suite, root / "results" / suite / "reports"
+    if not data.is_dir() and not reports_dir.is_dir():  # nothing of the repository is there: a wrong folder
+        raise ConfigError(f"{root}: not a checkout of the protocol-B repository: neither data/{suite}/ nor "
+                          f"results/{suite}/reports/ is there. Pass the repository's root folder (or name the "
+                          f"suite with --suite).")
     specs: dict[str, LatentSpec] = {}
     episodes: dict[str, Episode] = {}
     if data.is_dir():

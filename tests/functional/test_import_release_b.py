@@ -6,9 +6,11 @@ import shutil
 from pathlib import Path
 
 import orjson
+import pytest
 from typer.testing import CliRunner
 
 from memprobe_engine.cli.import_cmd import import_app
+from memprobe_engine.errors import ConfigError
 from memprobe_engine.events.paradigms import ProbeAnswer, ProbeScore
 from memprobe_engine.events.reader import open_recording
 from memprobe_engine.imports.release_b import import_release_b
@@ -59,11 +61,11 @@ def test_missing_data_and_reports_are_problems_not_crashes(tmp_path: Path) -> No
     result = import_release_b(checkout, tmp_path / "out")
     assert any(p.file == "data/suite56" and p.level == "error" for p in result.problems.items)
     assert all(r.compared == 0 for r in result.reports)       # nothing scorable without gold
-    empty = tmp_path / "empty"
+    empty = tmp_path / "empty"  # neither part: a wrong folder, refused before anything is written (#22)
     empty.mkdir()
-    result = import_release_b(empty, tmp_path / "out2")
-    assert {p.file for p in result.problems.items} == {"data/suite56", "results/suite56/reports"}
-    assert (tmp_path / "out2" / "import-report.json").exists()
+    with pytest.raises(ConfigError, match="not a checkout of the protocol-B repository"):
+        import_release_b(empty, tmp_path / "out2")
+    assert not (tmp_path / "out2").exists()
 
 
 def test_reimport_replaces_recordings(tmp_path: Path) -> None:
