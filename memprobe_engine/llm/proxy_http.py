@@ -18,7 +18,14 @@ import orjson
 
 #: Request bodies above this are refused (a runaway client must not exhaust memory).
 MAX_BODY_BYTES = 64 * 1024 * 1024
+#: A connection that sends nothing for this long is closed: an idle keep-alive socket or a client
+#: that stalls mid-request must not hold a connection (and its buffers) for ever.
+IDLE_TIMEOUT_S = 120.0
 _READ_CHUNK = 65536
+
+
+class _TooLarge(Exception):
+    """A request body over :data:`MAX_BODY_BYTES`, announced or received: answered 413, then closed."""
 
 
 @dataclass
@@ -50,6 +57,16 @@ class HTTPResponse:
 
 
 Handler = Callable[[HTTPRequest], Awaitable[HTTPResponse]]
+
+
+async def _discard_rest(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    """Read and drop what the client still sends (for a short while), so closing the socket does not
+    reset it before the client has read the answer sent ahead of its body."""
+    with contextlib.suppress(Exception):
+        writer.write_eof()
+        async with asyncio.timeout(5.0):
+            while await reader.read(_READ_CHUNK):
+                pass
 
 
 class LoopbackHTTPServer:
@@ -96,7 +113,14 @@ class LoopbackHTTPServer:
         conn = h11.Connection(h11.SERVER)
         try:
             while True:
-                request = await self._read_request(conn, reader)
+                try:
+                    request = await self._read_request(conn, reader)
+                except _TooLarge:
+                    await self._write_response(conn, writer, HTTPResponse.json(413, {"error": {
+                        "message": f"the request body is over {MAX_BODY_BYTES >> 20} MB; send a smaller one",
+                        "type": "invalid_request_error"}}, {"connection": "close"}))
+                    await _discard_rest(reader, writer)
+                    break
                 if request is None:
                     break
                 try:
@@ -112,8 +136,8 @@ class LoopbackHTTPServer:
                     conn.start_next_cycle()
                 except h11.LocalProtocolError:
                     break
-        except (ConnectionError, h11.RemoteProtocolError, asyncio.IncompleteReadError):
-            pass
+        except (ConnectionError, h11.RemoteProtocolError, asyncio.IncompleteReadError, TimeoutError):
+            pass  # TimeoutError: idle for IDLE_TIMEOUT_S; the client sees the connection closed
         except asyncio.CancelledError:
             # Only aclose() cancels connections: end quietly (asyncio would otherwise log the
             # cancelled connection task as an unhandled exception).
@@ -129,15 +153,18 @@ class LoopbackHTTPServer:
         while True:
             event = conn.next_event()
             if event is h11.NEED_DATA:
-                data = await reader.read(_READ_CHUNK)
+                data = await asyncio.wait_for(reader.read(_READ_CHUNK), IDLE_TIMEOUT_S)
                 conn.receive_data(data)  # b"" marks the end of the stream
                 continue
             if isinstance(event, h11.Request):
                 head = event
+                announced = dict(event.headers).get(b"content-length")
+                if announced is not None and int(announced) > MAX_BODY_BYTES:
+                    raise _TooLarge
             elif isinstance(event, h11.Data):
                 body += event.data
                 if len(body) > MAX_BODY_BYTES:
-                    raise h11.RemoteProtocolError("request body too large")
+                    raise _TooLarge
             elif isinstance(event, h11.EndOfMessage):
                 assert head is not None
                 headers = {name.decode("latin-1").lower(): value.decode("latin-1") for name, value in head.headers}

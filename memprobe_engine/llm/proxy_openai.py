@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import orjson
+from pydantic import ValidationError
 
 from memprobe_engine.llm.types import ChatMessage, SamplingParams
 
@@ -197,11 +198,22 @@ def _response_schema(response_format: Any) -> dict[str, Any] | None:
     raise BadRequest(f"response_format.type {kind!r} is not supported (text, json_object, json_schema)")
 
 
+def _number(body: dict[str, Any], key: str, kind: type[int] | type[float]) -> Any:
+    """``body[key]`` as ``kind`` (None when absent); BadRequest naming the field otherwise, so a
+    client's typo is answered 400, not a proxy error 500."""
+    value = body.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or (kind is int and value != int(value)):
+        raise BadRequest(f"{key}: must be {'an integer' if kind is int else 'a number'}, got {value!r}")
+    return kind(value)
+
+
 def plan_chat(body: Any) -> ChatPlan:
     """Translate an OpenAI ``/v1/chat/completions`` body; BadRequest names the offending field."""
     if not isinstance(body, dict):
         raise BadRequest("the request body must be a JSON object")
-    if int(body.get("n") or 1) != 1:
+    if _number(body, "n", int) not in (None, 1):
         raise BadRequest("n: only 1 completion per request is supported")
     messages = convert_messages(body.get("messages"))
     tools = _tool_schema(body.get("tools"), body.get("tool_choice", "auto"))
@@ -211,12 +223,20 @@ def plan_chat(body: Any) -> ChatPlan:
         schema = tools.schema
     stop = body.get("stop")
     max_tokens = body.get("max_completion_tokens") or body.get("max_tokens")
-    params = SamplingParams(
-        temperature=float(body["temperature"]) if body.get("temperature") is not None else 0.0,
-        max_tokens=int(max_tokens) if max_tokens is not None else None,
-        top_p=float(body["top_p"]) if body.get("top_p") is not None else None,
-        seed=int(body["seed"]) if body.get("seed") is not None else None,
-        stop=(stop,) if isinstance(stop, str) else tuple(stop) if stop else None)
+    if stop is not None and not isinstance(stop, (str, list)):
+        raise BadRequest("stop: must be a string or a list of strings")
+    temperature = _number(body, "temperature", float) or 0.0
+    if temperature < 0:
+        raise BadRequest(f"temperature: must be 0 or more, got {temperature!r}")
+    try:
+        params = SamplingParams(
+            temperature=temperature,
+            max_tokens=_number({"max_tokens": max_tokens}, "max_tokens", int),
+            top_p=_number(body, "top_p", float), seed=_number(body, "seed", int),
+            stop=(stop,) if isinstance(stop, str) else tuple(stop) if stop else None)
+    except ValidationError as err:
+        first = err.errors()[0]
+        raise BadRequest(f"{'.'.join(map(str, first['loc']))}: {first['msg']}") from None
     options = body.get("stream_options") or {}
     return ChatPlan(messages=messages, params=params, json_schema=schema, tools=tools,
                     stream=bool(body.get("stream")), include_usage=bool(options.get("include_usage")),

@@ -210,3 +210,52 @@ async def test_a_recording_made_through_the_proxy_answers_it_again_under_replay(
             await _call(lambda: _client_for(proxy, token).chat.completions.create(
                 model="x", messages=[{"role": "user", "content": "never asked"}]))
     assert again.choices[0].message.content == "recorded answer" and len(backend.requests) == 1
+
+
+async def test_proxy_answers_a_bad_temperature_with_400_not_500(tmp_path: Path) -> None:
+    """Issue #22 (10): a client's malformed sampling field is its error (400 naming the field), not
+    a proxy failure (500)."""
+    import httpx
+
+    with temp_recording(tmp_path / "rec") as recorder:
+        async with RecordingProxy(_chat(ScriptedBackend([]), recorder)) as proxy:
+            token = proxy.register("lib")
+            async with httpx.AsyncClient(trust_env=False) as http:
+                answers = [await http.post(f"{proxy.base_url}/chat/completions", headers={
+                    "Authorization": f"Bearer {token}"}, json={"model": "x", "messages": [
+                        {"role": "user", "content": "q"}], **bad}) for bad in
+                    ({"temperature": "hot"}, {"temperature": -1}, {"max_tokens": 2.5}, {"n": "two"})]
+    assert [a.status_code for a in answers] == [400, 400, 400, 400]
+    assert "temperature" in answers[0].json()["error"]["message"]
+    assert "temperature" in answers[1].json()["error"]["message"]
+
+
+async def test_proxy_answers_413_to_a_body_over_64_mb(tmp_path: Path) -> None:
+    import httpx
+
+    from memprobe_engine.llm.proxy_http import MAX_BODY_BYTES
+
+    with temp_recording(tmp_path / "rec") as recorder:
+        async with RecordingProxy(_chat(ScriptedBackend([]), recorder)) as proxy:
+            token = proxy.register("lib")
+            async with httpx.AsyncClient(trust_env=False, timeout=30) as http:
+                answer = await http.post(f"{proxy.base_url}/chat/completions", content=b"x" * (MAX_BODY_BYTES + 1),
+                                         headers={"Authorization": f"Bearer {token}",
+                                                  "Content-Type": "application/json"})
+    assert answer.status_code == 413 and "64 MB" in answer.json()["error"]["message"]
+
+
+async def test_proxy_closes_a_connection_idle_past_its_timeout(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    from memprobe_engine.llm import proxy_http
+
+    monkeypatch.setattr(proxy_http, "IDLE_TIMEOUT_S", 0.3)
+    with temp_recording(tmp_path / "rec") as recorder:
+        async with RecordingProxy(_chat(ScriptedBackend([]), recorder)) as proxy:
+            host, port = proxy.base_url.split("//")[1].split("/")[0].split(":")
+            reader, writer = await asyncio.open_connection(host, int(port))
+            writer.write(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n")  # and then nothing
+            await writer.drain()
+            closed = await asyncio.wait_for(reader.read(), 5)  # b"" once the proxy closes the socket
+            writer.close()
+    assert closed == b""
