@@ -238,3 +238,93 @@ def test_csv_folder_that_cannot_be_created_is_one_line(tmp_path: Path, memprobe:
     blocker.write_text("x", encoding="utf-8")
     result = memprobe("report", str(SAMPLE_RECORDING), "--csv", str(blocker / "csv"))
     one_line_error(result, str(blocker / "csv"), "cannot be created")
+
+
+# --- item 10: the smaller ones -----------------------------------------------------------------
+
+@pytest.mark.parametrize("value", ["0", "-3"])
+def test_concurrency_below_one_is_refused(tmp_path: Path, memprobe: Callable[..., Result], value: str) -> None:
+    result = memprobe("run", "--sessions", str(SESSIONS), "--users", "sim_01", "--systems", "nomem",
+                      "--concurrency", value, "--record", str(tmp_path / "rec"))
+    one_line_error(result, f"--concurrency {value}", "1 or more")
+    assert not (tmp_path / "rec").exists()
+
+
+def test_a_system_named_twice_is_refused(tmp_path: Path, memprobe: Callable[..., Result]) -> None:
+    result = memprobe("run", "--sessions", str(SESSIONS), "--users", "sim_01", "--systems", "nomem,nomem",
+                      "--record", str(tmp_path / "rec"))
+    one_line_error(result, "--systems names nomem more than once", "--systems nomem")
+    assert not (tmp_path / "rec").exists()
+
+
+SUITE = ROOT / "sessions" / "paradigms" / "upstream-sample"
+
+
+def test_duplicate_episode_ids_fail_sessions_validate_and_a_run(tmp_path: Path,
+                                                                memprobe: Callable[..., Result]) -> None:
+    from memprobe_engine.errors import ConfigError
+    from memprobe_engine.paradigms.suite import load_suite
+
+    first = next(line for line in (SUITE / "episodes.jsonl").read_bytes().splitlines() if line.strip())
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "episodes.jsonl").write_bytes(first + b"\n" + first + b"\n")
+    result = memprobe("sessions", "validate", str(suite))
+    assert result.returncode == 1 and "repeats the id of line 1" in result.stdout, result.stdout
+    with pytest.raises(ConfigError, match="more than once"):
+        load_suite(suite)
+
+
+def test_an_empty_suite_is_invalid(tmp_path: Path, memprobe: Callable[..., Result]) -> None:
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "episodes.jsonl").write_bytes(b"")
+    result = memprobe("sessions", "validate", str(suite))
+    assert result.returncode == 1 and "holds no episode" in result.stdout, result.stdout
+
+
+def test_sessions_validate_on_a_fifo_does_not_hang(tmp_path: Path) -> None:
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    os.mkfifo(suite / "episodes.jsonl")
+    sessions = tmp_path / "sessions"
+    shutil.copytree(SESSIONS, sessions, ignore=shutil.ignore_patterns("paradigms"))
+    bank = next(sessions.glob("users/*/bank.json"))
+    bank.unlink()
+    os.mkfifo(bank)
+    for folder in (suite, sessions):
+        result = child("sessions", "validate", str(folder), timeout=60)
+        assert result.returncode == 1 and "not a regular file" in result.stdout, result.stdout
+
+
+def test_import_release_b_on_a_wrong_folder_exits_2(tmp_path: Path, memprobe: Callable[..., Result]) -> None:
+    result = memprobe("import", "release-b", str(tmp_path), "--out", str(tmp_path / "out"))
+    one_line_error(result, "not a checkout of the protocol-B repository", "data/suite56/")
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("port", ["99999", "http", "0"])
+def test_an_invalid_port_is_refused_by_the_spec_parser(tmp_path: Path, memprobe: Callable[..., Result],
+                                                      port: str) -> None:
+    result = memprobe("run", "--sessions", str(SESSIONS), "--users", "sim_01", "--systems", "nomem",
+                      "--model", f"agent=openai:m@http://127.0.0.1:{port}/v1", "--record", str(tmp_path / "rec"))
+    one_line_error(result, "port", "1 to 65535")
+    assert not (tmp_path / "rec").exists()
+
+
+def test_a_spec_error_does_not_pin_the_recording(tmp_path: Path, memprobe: Callable[..., Result],
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """The broken spec is refused before the recording exists, so the corrected command runs there."""
+    server = _Oracle()
+    monkeypatch.setenv("MEMPROBE_MODEL", f"openai:m@{server.url}")
+    record = tmp_path / "rec"
+    command = ("run", "--sessions", str(SESSIONS), "--users", "sim_01", "--systems", "nomem", "--dims",
+               "reply_layout", "--max-turns", "2", "--no-preference-judge", "--no-cache", "--record", str(record))
+    try:
+        broken = memprobe(*command, "--model", f"agent=replay:{tmp_path / 'no-such-recording'}")
+        one_line_error(broken, "no-such-recording")
+        assert not record.exists()
+        fixed = memprobe(*command)
+    finally:
+        server.close()
+    assert fixed.returncode == 0, fixed.stderr
