@@ -328,3 +328,29 @@ def test_a_spec_error_does_not_pin_the_recording(tmp_path: Path, memprobe: Calla
     finally:
         server.close()
     assert fixed.returncode == 0, fixed.stderr
+
+
+# --- item 9 at the command line -----------------------------------------------------------------
+
+def test_rescore_of_the_imported_mem0_user_on_the_embedded_model_records_overflows(
+        tmp_path: Path, memprobe: Callable[..., Result]) -> None:
+    """The command of the issue: rescore a user of the imported protocol-A release (mem0, dump_all)
+    on the embedded model. Its stores (~14,300 estimated tokens) do not fit a slot of 8,192, so each
+    case is recorded as an overflow under the recording's policy (paper) and the command completes;
+    no request is sent, so the model is never started."""
+    from memprobe_engine.events.reader import open_recording
+    from memprobe_engine.imports import import_release_a
+    from memprobe_engine.llm.backends.local import running_servers
+
+    sample = ROOT / "tests" / "fixtures" / "release-sample-A"
+    record = import_release_a(sample, tmp_path / "imported", workers=1).recordings["mem0_pooled_50"]
+    result = memprobe("rescore", str(record), "--users", "user_001", "--dims", "mathematics_skill,writing_skill",
+                      "--mode", "dump_all", "--model", "default=local:1.5b", "--no-attribution")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "2 case(s) overflowed the reader's context of 8,192 tokens" in result.stdout
+    assert not running_servers()
+    with open_recording(record) as reader:
+        fills = list(reader.iter_events(kinds=["slot_fill"]))[-2:]
+        scores = list(reader.iter_events(kinds=["judge_score"]))[-2:]
+    assert all(f.overflow and f.label == "unknown" and "8,192" in (f.reason or "") for f in fills)
+    assert [s.score for s in scores] == [0.0, 0.0] and all(s.rescore_of is not None for s in scores)
