@@ -48,7 +48,11 @@ def report(
         errors.print("[yellow]warning:[/] these recordings hold no protocol-A outcomes (no episodes, no scores).",
                       markup=True)
     built = build_tables(frames, names)
-    print_tables(built, console, footer=_policy_footer(recordings))
+    # Every table says when its runs read fixed dialogues instead of a live rollout.
+    fixed = [f"{', '.join(sorted(s for s, d in frames.fixed.items() if d == source))}: {source}; metrics A, C, D "
+             f"not applicable" for source in sorted(set(frames.fixed.values()))]
+    footer = "\n".join(line for line in (_policy_footer(recordings), *fixed) if line) or None
+    print_tables(built, console, footer=footer)
     bundle = {**frames.as_dict(), **built}
     for folder, fmt in ((csv, "csv"), (parquet, "parquet")):
         if folder is not None:

@@ -107,6 +107,10 @@ def run(
     k: Annotated[int, typer.Option(help="paradigms: memories a memory system's search returns to the reader.")] = 10,
     session_k: Annotated[int, typer.Option(help="paradigms: sessions naive_rag / time_aware_rag retrieve.")] = 5,
     reader_max_tokens: Annotated[int, typer.Option(help="paradigms: cap on the reader's answer tokens.")] = 300,
+    dialogues: Annotated[Optional[str], typer.Option(
+        help="recovery: fixed-dialogue (off-policy) run: feed each task's recorded dialogue from RECORDING[@SYSTEM] "
+             "to the memory systems instead of a live rollout (no simulator, assistant or preference-judge call), "
+             "e.g. sessions/release-a/dialogues.")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the resolved protocol (models, temperatures, "
                                           "caps, k, policy; for paradigms units and calls) and stop; no model is "
                                           "called and nothing is written.")] = False,
@@ -153,7 +157,7 @@ def run(
             users=_csv(users), dims=_csv(dims), modes=_csv(modes), max_turns=max_turns,
             agent_max_tokens=agent_max_tokens, simulator_max_tokens=simulator_max_tokens,
             judge_max_tokens=judge_max_tokens, preference_judge_max_tokens=preference_judge_max_tokens,
-            no_preference_judge=no_preference_judge, policy=policy, embeddings=embeddings))
+            no_preference_judge=no_preference_judge, policy=policy, embeddings=embeddings, dialogues=dialogues))
         llm_config = load_llm_config(config, os.environ, role_specs(model))
         if dry_run:  # the resolved protocol only: no server is started, no recording written
             print_resolved(recovery_protocol(recovery, llm_config), Console(highlight=False))

@@ -79,9 +79,9 @@ def recovery_protocol(plan: Any, llm_config: Any) -> Any:
     from memprobe_engine.recovery.scoring import RETRIEVE_K
 
     s = plan.settings
-    roles = [role_setting(llm_config, "agent", temperature=s.agent_temperature, max_tokens=s.agent_max_tokens),
-             role_setting(llm_config, "simulator", temperature=s.simulator_temperature,
-                          max_tokens=s.simulator_max_tokens)]
+    roles = [] if plan.dialogues is not None else [
+        role_setting(llm_config, "agent", temperature=s.agent_temperature, max_tokens=s.agent_max_tokens),
+        role_setting(llm_config, "simulator", temperature=s.simulator_temperature, max_tokens=s.simulator_max_tokens)]
     if s.preference_judge:
         roles.append(role_setting(llm_config, "preference_judge", temperature=0.0, max_tokens=s.preference_judge_cap))
     roles_of = {name: system_needs(name).model_roles for name in plan.systems}  # declared on each system
@@ -94,8 +94,11 @@ def recovery_protocol(plan: Any, llm_config: Any) -> Any:
                                   max_tokens=REACT_PARAMS.max_tokens, note="memt's ReAct retrieval policy"))
     for role in ("slot_filler", "recovery_judge", "attribution_judge"):
         roles.append(role_setting(llm_config, role, temperature=0.0, max_tokens=s.judge_max_tokens))
+    rollout = plan.dialogues.describe() + "; no simulator, assistant or preference-judge call; metrics A, C, " \
+        "D not applicable" if plan.dialogues is not None else "live (simulator and assistant)"
     parameters = {
-        "sessions": str(plan.sessions_dir), "users": plan.users or "all", "dimensions": plan.dimensions or "all",
+        "rollout": rollout, "sessions": str(plan.sessions_dir), "users": plan.users or "all",
+        "dimensions": plan.dimensions or "all",
         "systems": plan.systems, "access modes": plan.modes, "turn cap": s.max_turns,
         "k (assistant context)": s.agent_k, "k (retrieve mode)": RETRIEVE_K, "embeddings": plan.embedding_spec,
         "preference judge": "on" if s.preference_judge else "off", "seed": s.seed,

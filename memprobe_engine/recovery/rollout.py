@@ -144,7 +144,7 @@ async def run_episode(*, chat: Any, recorder: Recorder, system: MemorySystem, us
                 recorder.emit(ErrorEvent(where="rollout", error_type="SimulatorReplyUnusable", recoverable=True,
                                          message=f"turn {turn}: {sim.excluded} ({settings.policy} policy)"))
                 if settings.policy == "audit":
-                    return await _end(recorder, system, episode, "excluded", clock,
+                    return await end_episode(recorder, system, episode, "excluded", clock,
                                 f"the simulator's reply at turn {turn} was unusable: {sim.excluded}")
                 # The release's fallback: a follow-up with whatever text the reply held.
                 feedback, user_text = "followup", release_user_text(sim.text or "")
@@ -157,16 +157,16 @@ async def run_episode(*, chat: Any, recorder: Recorder, system: MemorySystem, us
             episode.history.append(("user", user_text))
             user_turn, user_kind = turn, "user"
             if done:
-                return await _end(recorder, system, episode, "satisfied", clock)
+                return await end_episode(recorder, system, episode, "satisfied", clock)
             if turn < settings.max_turns:  # the episode goes on: this reply was not the last one
                 await system.observe(Observation(kind="assistant", text=reply.text, task_index=task_index,
                                                  turn=turn, timestamp=clock.iso()))
     reason = "excluded" if episode.unusable_replies else "turn_cap"
-    return await _end(recorder, system, episode, reason, clock,
+    return await end_episode(recorder, system, episode, reason, clock,
                 "hit the turn cap after an unusable simulator reply" if episode.unusable_replies else None)
 
 
-async def _end(recorder: Recorder, system: MemorySystem, episode: Episode, reason: str, clock: SimClock,
+async def end_episode(recorder: Recorder, system: MemorySystem, episode: Episode, reason: str, clock: SimClock,
                why: str | None = None) -> Episode:
     """Write the user's last message to memory (the release's end-of-episode write) and record
     how the episode ended. ``excluded`` keeps the episode out of metric A."""

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import ClassVar, cast, get_args
 
 from memprobe_engine.errors import ConfigError
+from memprobe_engine.recovery.dialogue_source import parse_source
 from memprobe_engine.recovery.policy import DEFAULT_POLICY, check_policy
 from memprobe_engine.recovery.protocol_config import cap, load_protocol_table, merged
 from memprobe_engine.recovery.rollout import RolloutSettings
@@ -25,7 +26,7 @@ class RecoveryOptions:
     #: The flags only protocol A has (a protocol-B run refuses them), as the command spells them.
     own_flags: ClassVar[tuple[str, ...]] = (
         "--users", "--dims", "--modes", "--max-turns", "--agent-max-tokens", "--simulator-max-tokens",
-        "--judge-max-tokens", "--preference-judge-max-tokens", "--no-preference-judge", "--policy")
+        "--judge-max-tokens", "--preference-judge-max-tokens", "--no-preference-judge", "--policy", "--dialogues")
 
     sessions: Path
     systems: list[str]
@@ -43,12 +44,14 @@ class RecoveryOptions:
     no_preference_judge: bool = False
     policy: str | None = None
     embeddings: str | None = None
+    dialogues: str | None = None
 
 
 def recovery_plan(options: RecoveryOptions) -> RecoveryPlan:
     """The plan of a protocol-A run: flags over the config file's ``[protocol]`` table over the
     release's defaults; a bad value is one ConfigError naming the flag."""
     table = load_protocol_table(options.config)
+    source = parse_source(options.dialogues) if options.dialogues is not None else None
     mode_list = options.modes or list(table.modes or ["dump_all", "retrieve"])
     bad = [m for m in mode_list if m not in get_args(Mode)]
     if bad:
@@ -74,11 +77,14 @@ def recovery_plan(options: RecoveryOptions) -> RecoveryPlan:
         agent_k=merged(None, table.agent_k, defaults.agent_k),
         agent_temperature=merged(None, table.agent_temperature, defaults.agent_temperature),
         simulator_temperature=merged(None, table.simulator_temperature, defaults.simulator_temperature),
-        preference_judge=False if options.no_preference_judge else merged(None, table.preference_judge, True),
+        # A fixed dialogue has no live assistant reply to rate: no preference judge (no metric D).
+        preference_judge=False if options.no_preference_judge or source is not None
+        else merged(None, table.preference_judge, True),
         policy=check_policy(merged(options.policy, table.policy, DEFAULT_POLICY)))
     return RecoveryPlan(sessions_dir=options.sessions, users=options.users, dimensions=options.dims,
                         systems=options.systems, modes=cast("list[Mode]", mode_list), settings=settings,
-                        shard=options.shard, embedding_spec=merged(options.embeddings, table.embeddings, "st:minilm"))
+                        shard=options.shard, embedding_spec=merged(options.embeddings, table.embeddings, "st:minilm"),
+                        dialogues=source)
 
 
 __all__ = ["RecoveryOptions", "recovery_plan"]

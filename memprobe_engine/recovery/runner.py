@@ -21,10 +21,12 @@ from memprobe_engine.orchestration.protocol import RunNeeds, RunServices
 from memprobe_engine.orchestration.resume import UnitKey
 from memprobe_engine.orchestration.run import run_protocol
 from memprobe_engine.recovery.attribution import Stage0Cache, Stage0Verdict
+from memprobe_engine.recovery.dialogue_source import DialogueSource
+from memprobe_engine.recovery.fixed_dialogues import FixedDialogues, load_dialogues
 from memprobe_engine.recovery.inputs import DimensionPool, SimUser, load_pool, load_users
 from memprobe_engine.recovery.rollout import RolloutSettings
 from memprobe_engine.recovery.scoring import Mode
-from memprobe_engine.recovery.unit import UnitContext, run_unit
+from memprobe_engine.recovery.unit import UnitContext, run_unit, tasks_for
 
 if TYPE_CHECKING:
     from memprobe_engine.llm.cache import ResponseStore
@@ -45,6 +47,8 @@ class RecoveryPlan:
     settings: RolloutSettings
     shard: tuple[int, int] = (0, 1)
     embedding_spec: str = "st:minilm"
+    #: A fixed-dialogue run's source (``memprobe run --dialogues``); None for a live rollout.
+    dialogues: DialogueSource | None = None
 
     def config(self, llm_resolved: dict[str, Any]) -> dict[str, Any]:
         return {
@@ -60,6 +64,7 @@ class RecoveryPlan:
             # Only when set, so recordings made before this setting existed keep their fingerprint.
             **({"preference_judge_max_tokens": self.settings.preference_judge_max_tokens}
                if self.settings.preference_judge_max_tokens is not None else {}),
+            **({"dialogues": self.dialogues.config()} if self.dialogues is not None else {}),
         }
 
 
@@ -83,6 +88,12 @@ class RecoveryRun:
             if unknown:
                 raise ConfigError(f"--dims: {', '.join(unknown)} not in {plan.sessions_dir / 'pool.json'}. "
                                   f"Use dimension names from the pool (memprobe sessions validate lists problems).")
+        #: A fixed-dialogue run's dialogues: every selected task must have one before anything is written.
+        self.dialogues: FixedDialogues | None = None
+        if plan.dialogues is not None:
+            self.dialogues = load_dialogues(plan.dialogues)
+            self.dialogues.check_covers((user.user_id, task.dimension) for user in self.users
+                                        for task in tasks_for(user, plan.dimensions))
         #: Stage-0 verdicts are per (user, dimension), shared by every system: a resume keeps them.
         self.stage0 = Stage0Cache()
         self._context: UnitContext | None = None
@@ -126,7 +137,7 @@ class RecoveryRun:
                 chat=services.chat, embedder=services.embedder, recorder=services.recorder, pool=self.pool,
                 settings=self.plan.settings, modes=self.plan.modes,
                 reader_context_tokens=reader_spec.context_budget(), stage0=self.stage0,
-                scoring_concurrency=services.concurrency, progress=services.progress)
+                scoring_concurrency=services.concurrency, progress=services.progress, dialogues=self.dialogues)
         return self._context
 
     async def run_unit(self, services: RunServices, unit: tuple[SimUser, str]) -> None:

@@ -17,6 +17,7 @@ from memprobe_engine.memory.base import MemoryServices, SimClock, record_footpri
 from memprobe_engine.memory.registry import create_system
 from memprobe_engine.orchestration.units import unit_seed
 from memprobe_engine.recovery.attribution import Stage0Cache, attribute
+from memprobe_engine.recovery.fixed_dialogues import FixedDialogues, replay_episode
 from memprobe_engine.recovery.inputs import DimensionPool, SimUser, Task
 from memprobe_engine.recovery.rollout import Episode, RolloutSettings, run_episode
 from memprobe_engine.recovery.scoring import Mode, score_dimension
@@ -37,6 +38,8 @@ class UnitContext:
     scoring_concurrency: int = 1
     #: Receives one line per finished episode and scoring phase (the runner prints them on long runs).
     progress: Callable[[str], None] | None = None
+    #: A fixed-dialogue run's recorded dialogues, fed to memory instead of a live rollout.
+    dialogues: FixedDialogues | None = None
 
 
 def tasks_for(user: SimUser, dimensions: Sequence[str] | None) -> list[Task]:
@@ -72,9 +75,14 @@ async def run_unit(ctx: UnitContext, user: SimUser, system_name: str, dimensions
             for index, task in enumerate(tasks):
                 with recorder.span(f"task {index + 1}: {task.dimension}", "episode", dimension=task.dimension,
                                    task_id=task.task_id, category=task.category, task_index=index):
-                    episodes[task.dimension] = await run_episode(
-                        chat=ctx.chat, recorder=recorder, system=system, user=user, task=task, task_index=index,
-                        clock=services.clock, settings=ctx.settings)
+                    if ctx.dialogues is not None:
+                        episodes[task.dimension] = await replay_episode(
+                            recorder=recorder, system=system, task=task, task_index=index, clock=services.clock,
+                            settings=ctx.settings, dialogue=ctx.dialogues.get(user.user_id, task.dimension))
+                    else:
+                        episodes[task.dimension] = await run_episode(
+                            chat=ctx.chat, recorder=recorder, system=system, user=user, task=task,
+                            task_index=index, clock=services.clock, settings=ctx.settings)
                 if ctx.progress is not None:
                     episode = episodes[task.dimension]
                     ctx.progress(f"{user.user_id} × {system_name}: task {index + 1}/{len(tasks)} "

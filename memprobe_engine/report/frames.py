@@ -27,6 +27,7 @@ from memprobe_engine.events.reader import RecordingReader, open_recording
 from memprobe_engine.events.recovery import EpisodeEnd, PreferenceJudgment
 from memprobe_engine.events.run import SpanBegin
 from memprobe_engine.events.scoring import AttributionLabel, JudgeScore, SlotFill
+from memprobe_engine.recovery.dialogue_source import description as fixed_description
 from memprobe_engine.recovery.outcomes import OutcomeFold
 
 Pair = tuple[str, str]
@@ -60,6 +61,9 @@ class ReportFrames:
     footprints: pd.DataFrame
     attribution: pd.DataFrame
     warnings: list[str] = field(default_factory=list)
+    #: Systems whose rollouts were fixed dialogues (``memprobe run --dialogues``) → "fixed dialogues
+    #: from …": their A, C and D are not applicable.
+    fixed: dict[str, str] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, pd.DataFrame]:
         """The frames by export name (``scores``, ``episodes``, …)."""
@@ -81,6 +85,7 @@ class _RecordingRows:
         self.damage_note: str | None = None
         self.unit_of: dict[Pair, int] = {}
         self.rollout_unit: dict[Pair, int | None] = {}
+        self.fixed: str | None = None
 
     # -- reading ---------------------------------------------------------------------------------
     def add(self, event: Any) -> None:
@@ -155,6 +160,7 @@ def _outcome_events(reader: RecordingReader) -> Iterator[Any]:
 def _read(path: Path) -> _RecordingRows:
     rows = _RecordingRows(str(path))
     with open_recording(path) as reader:
+        rows.fixed = fixed_description(reader.header.config)
         for event in _outcome_events(reader):
             rows.add(event)
         # The same whole-recording check as `recording verify`, the TUI banner and the browser.
@@ -200,4 +206,5 @@ def load_frames(recordings: Sequence[Path]) -> ReportFrames:
                           FOOTPRINT_SCHEMA, ["system", "user_id"]),
         attribution=_frame([row for rows, keep in zip(loaded, keeps) for row in rows.attribution_rows(keep)],
                            ATTRIBUTION_SCHEMA, ["system", "user_id", "mode", "dimension"]),
-        warnings=warnings)
+        warnings=warnings,
+        fixed={system: rows.fixed for rows, keep in zip(loaded, keeps) if rows.fixed for system, _ in keep})

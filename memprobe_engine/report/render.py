@@ -29,6 +29,7 @@ CATEGORY_NAMES = {"skill_memory": "Skill", "knowledge_memory": "Knowledge", "epi
 #: Table 4's column headings for the attribution labels.
 LABEL_NAMES = {"ok": "Recovered", "memory_failure": "Memory", "task_design_failure": "Task",
                "agent_elicitation_failure": "Agent", "simulator_too_strict": "User", "excluded": "Excl."}
+NOT_APPLICABLE = "n/a"
 NOTE = f"{DAGGER} diagnostic: the full store overflowed the reader's context on some cases; not comparable."
 
 
@@ -65,8 +66,11 @@ def render_table2(df: pd.DataFrame) -> Table:
     table = _table("Table 2: main results (B mean ± std over users)",
                    ["System", "A %", "D", "C", "B full", "B top-k", "N", "chars", "excl."])
     for r in df.itertuples(index=False):
-        table.add_row(str(r.system), fmt_num(r.A_pct), fmt_mean_std(r.D_mean, r.D_std),
-                      fmt_mean_std(r.C_mean, r.C_std), fmt_mean_std(r.B_full_mean, r.B_full_std, str(r.B_full_note)),
+        # A fixed-dialogue run had no live rollout: A, D and C are not applicable (never 0, never blank).
+        live = str(getattr(r, "rollout", "live")) == "live"
+        a, d, c = ((fmt_num(r.A_pct), fmt_mean_std(r.D_mean, r.D_std), fmt_mean_std(r.C_mean, r.C_std)) if live
+                   else (NOT_APPLICABLE,) * 3)
+        table.add_row(str(r.system), a, d, c, fmt_mean_std(r.B_full_mean, r.B_full_std, str(r.B_full_note)),
                       fmt_mean_std(r.B_topk_mean, r.B_topk_std), fmt_num(r.N_items, 0),
                       fmt_num(r.chars_per_item, 0), str(r.excluded_cases))
     return table

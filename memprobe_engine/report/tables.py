@@ -126,6 +126,10 @@ def table2(frames: ReportFrames) -> pd.DataFrame:
             else float("nan")}
         row["D_mean"], row["D_std"] = _stats(d_user[d_user.index.get_level_values("system") == system])
         row["C_mean"], row["C_std"] = _stats(c_user[c_user.index.get_level_values("system") == system])
+        row["rollout"] = frames.fixed.get(system, "live")
+        if system in frames.fixed:  # a fixed dialogue has no live rollout to complete, rate or count
+            for name in ("A_pct", "D_mean", "D_std", "C_mean", "C_std"):
+                row[name] = float("nan")
         for mode, name in (("dump_all", "B_full"), ("retrieve", "B_topk")):
             values = b_user.loc[(b_user["system"] == system) & (b_user["mode"] == mode), "B"]
             row[f"{name}_mean"], row[f"{name}_std"] = _stats(values)
@@ -140,7 +144,7 @@ def table2(frames: ReportFrames) -> pd.DataFrame:
         rows.append(row)
     columns = ["system", "users", "episodes", "A_pct", "D_mean", "D_std", "C_mean", "C_std",
                "B_full_mean", "B_full_std", "B_full_users", "B_full_note", "B_topk_mean", "B_topk_std",
-               "B_topk_users", "N_items", "chars_per_item", "excluded_cases", "overflow_cases"]
+               "B_topk_users", "N_items", "chars_per_item", "excluded_cases", "overflow_cases", "rollout"]
     return pd.DataFrame(rows, columns=columns)
 
 
