@@ -97,6 +97,10 @@ def run(
     policy: Annotated[Optional[str], typer.Option(help="recovery: exclusion policy, paper (default; the release's "
                                                   "rules) or audit (unusable cases excluded); docs/protocol-a.md.")]
     = None,
+    framing: Annotated[Optional[str], typer.Option(
+        help="recovery: prompt framing, release (default; the release's layout) or embedded (the same content "
+             "framed for a small model: cache-friendly layout, stricter judge, in-role simulated user); "
+             "docs/protocol-a.md.")] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not use the persistent response cache.")] = False,
     episodes: Annotated[Optional[str], typer.Option(help="paradigms: comma-separated episode ids, or all.")] = None,
     paradigms: Annotated[Optional[str], typer.Option(help="paradigms: interference, misinformation, consolidation, "
@@ -157,7 +161,8 @@ def run(
             users=_csv(users), dims=_csv(dims), modes=_csv(modes), max_turns=max_turns,
             agent_max_tokens=agent_max_tokens, simulator_max_tokens=simulator_max_tokens,
             judge_max_tokens=judge_max_tokens, preference_judge_max_tokens=preference_judge_max_tokens,
-            no_preference_judge=no_preference_judge, policy=policy, embeddings=embeddings, dialogues=dialogues))
+            no_preference_judge=no_preference_judge, policy=policy, embeddings=embeddings, dialogues=dialogues,
+            framing=framing))
         llm_config = load_llm_config(config, os.environ, role_specs(model))
         if dry_run:  # the resolved protocol only: no server is started, no recording written
             print_resolved(recovery_protocol(recovery, llm_config), Console(highlight=False))

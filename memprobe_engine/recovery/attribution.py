@@ -20,7 +20,8 @@ from typing import Any, Literal, TypeVar
 from memprobe_engine.events.recorder import Recorder
 from memprobe_engine.events.scoring import AttributionLabel, AttributionStage
 from memprobe_engine.llm.types import SamplingParams
-from memprobe_engine.recovery import prompts
+from memprobe_engine.recovery import prompts, prompts_embedded
+from memprobe_engine.recovery.framing import DEFAULT_FRAMING, Framing
 from memprobe_engine.recovery.inputs import BankEntry
 from memprobe_engine.recovery.policy import DEFAULT_POLICY, ExclusionPolicy
 from memprobe_engine.recovery.prompts import Turn
@@ -60,7 +61,7 @@ class Stage0Cache:
 async def attribute(chat: Any, recorder: Recorder, *, user_id: str, entry: BankEntry, task_text: str,
                     history: Sequence[Turn], score: float | None, mode: Mode, stage0: Stage0Cache,
                     max_tokens: int | None = 250, on_text: TextSink | None = None,
-                    policy: ExclusionPolicy = DEFAULT_POLICY) -> str:
+                    policy: ExclusionPolicy = DEFAULT_POLICY, framing: Framing = DEFAULT_FRAMING) -> str:
     """Run the stages needed for this case and record the final label."""
     params = SamplingParams(temperature=0.0, max_tokens=max_tokens)
     if score is None:
@@ -69,25 +70,26 @@ async def attribute(chat: Any, recorder: Recorder, *, user_id: str, entry: BankE
         label = "ok"
     else:
         label = await _stages(chat, recorder, user_id, entry, task_text, history, mode, stage0, params, on_text,
-                              policy)
+                              policy, framing)
     recorder.emit(AttributionLabel(mode=mode, label=label, score=score))
     return label
 
 
 async def _stages(chat: Any, recorder: Recorder, user_id: str, entry: BankEntry, task_text: str,
                   history: Sequence[Turn], mode: Mode, stage0: Stage0Cache, params: SamplingParams,
-                  on_text: TextSink | None, policy: ExclusionPolicy) -> str:
+                  on_text: TextSink | None, policy: ExclusionPolicy, framing: Framing) -> str:
+    built = prompts_embedded if framing == "embedded" else prompts
     with recorder.span("stage 0: task design", "stage", stage=0, mode=mode):
         async with stage0.lock(user_id, entry.dimension):
             verdict0 = await _stage0(chat, recorder, user_id, entry, task_text, mode, stage0, params, on_text,
-                                     policy)
+                                     policy, built.task_design_messages(task_text, entry))
     if verdict0 is None:
         return "excluded"
     if not verdict0.can_invite:
         return "task_design_failure"
 
     disclosure = await _judged_stage(
-        chat, recorder, 1, "stage 1: disclosure", prompts.disclosure_messages(task_text, history, entry),
+        chat, recorder, 1, "stage 1: disclosure", built.disclosure_messages(task_text, history, entry),
         DisclosureVerdict, lambda v: ("disclosed" if v.disclosed else "not_disclosed", v.evidence), mode, params,
         on_text, policy, DisclosureVerdict(evidence="", reason="", disclosed=False))
     if disclosure is None:
@@ -96,7 +98,7 @@ async def _stages(chat: Any, recorder: Recorder, user_id: str, entry: BankEntry,
         return "memory_failure"
     elicitation = await _judged_stage(
         chat, recorder, 2, "stage 2: elicitation vs strictness",
-        prompts.elicitation_messages(task_text, history, entry), ElicitationVerdict,
+        built.elicitation_messages(task_text, history, entry), ElicitationVerdict,
         lambda v: (v.label, v.evidence or None), mode, params, on_text, policy, None)
     return "excluded" if elicitation is None else elicitation.label
 
@@ -130,7 +132,7 @@ async def _judged_stage(chat: Any, recorder: Recorder, stage: Literal[1, 2], nam
 
 async def _stage0(chat: Any, recorder: Recorder, user_id: str, entry: BankEntry, task_text: str, mode: Mode,
                   stage0: Stage0Cache, params: SamplingParams, on_text: TextSink | None,
-                  policy: ExclusionPolicy) -> Stage0Verdict | None:
+                  policy: ExclusionPolicy, messages: list[Any]) -> Stage0Verdict | None:
     """The task-design oracle, asked once per (user, dimension); None when its output was unusable."""
     cached = stage0.get(user_id, entry.dimension)
     if cached is not None:
@@ -138,7 +140,7 @@ async def _stage0(chat: Any, recorder: Recorder, user_id: str, entry: BankEntry,
                                        "cannot_invite", reason=cached.reason, cached=True))
         verdict0 = cached
     else:
-        out = await ask(chat, "attribution_judge", prompts.task_design_messages(task_text, entry), params=params,
+        out = await ask(chat, "attribution_judge", messages, params=params,
                         schema=TaskDesignVerdict, stage="stage 0", on_text=on_text)
         if out.parsed is None and policy == "audit":
             recorder.emit(AttributionStage(mode=mode, stage=0, verdict="excluded", reason=out.excluded,

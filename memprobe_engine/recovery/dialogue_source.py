@@ -14,6 +14,7 @@ from typing import Any
 
 from memprobe_engine.errors import ConfigError, MemProbeError
 from memprobe_engine.events.reader import open_recording
+from memprobe_engine.events.run import SpanBegin
 
 #: How a fixed-dialogue run is named in the header, ``--dry-run`` and every report table.
 PHRASE = "fixed dialogues from"
@@ -68,7 +69,7 @@ def _unit_systems(recording: Path) -> set[str]:
                 raise ConfigError(f"--dialogues {recording}: a {reader.header.suite} recording; a fixed-dialogue "
                                   f"run needs a protocol-A (recovery) recording.")
             return {e.system for e in reader.iter_events(kinds=["span_begin"])
-                    if e.span_kind == "unit" and e.system is not None}
+                    if isinstance(e, SpanBegin) and e.span_kind == "unit" and e.system is not None}
     except ConfigError:
         raise
     except MemProbeError as err:

@@ -20,6 +20,8 @@ from memprobe_engine.errors import ConfigError
 from memprobe_engine.events.dialogue import Message
 from memprobe_engine.events.memory import Retrieval
 from memprobe_engine.events.reader import open_recording
+from memprobe_engine.events.recovery import EpisodeEnd
+from memprobe_engine.events.run import SpanBegin
 from memprobe_engine.events.recorder import Recorder
 from memprobe_engine.memory.base import MemorySystem, Observation, SimClock
 from memprobe_engine.recovery.dialogue_source import DialogueSource
@@ -79,7 +81,7 @@ def load_dialogues(source: DialogueSource) -> FixedDialogues:
             if event.system != source.system or event.user_id is None:
                 continue
             user_id = event.user_id
-            if event.kind == "span_begin":
+            if isinstance(event, SpanBegin):
                 if event.span_kind == "unit":
                     for case in [c for c in collected if c[0] == user_id]:
                         del collected[case]
@@ -90,14 +92,17 @@ def load_dialogues(source: DialogueSource) -> FixedDialogues:
                         dimension_of[(user_id, index)] = event.dimension
                         collected[(user_id, event.dimension)] = FixedDialogue()
                 continue
-            dimension = event.dimension or dimension_of.get((user_id, -1 if event.task_index is None else event.task_index))
+            if not isinstance(event, (Message, EpisodeEnd)):
+                continue
+            index = -1 if event.task_index is None else event.task_index
+            dimension = event.dimension or dimension_of.get((user_id, index))
             if dimension is None or (user_id, dimension) not in collected:
                 continue
             dialogue = collected[(user_id, dimension)]
-            if event.kind == "episode_end":
+            if isinstance(event, EpisodeEnd):
                 dialogue.end_reason = event.end_reason
                 ended.add((user_id, dimension))
-            elif isinstance(event, Message):
+            else:
                 _add_message(dialogue, event)
     return FixedDialogues(source, {case: d for case, d in collected.items() if case in ended})
 

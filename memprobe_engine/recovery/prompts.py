@@ -219,7 +219,7 @@ def judge_messages(target: BankEntry, predicted: str) -> list[ChatMessage]:
 
 # ----------------------------------------------------------------------------------- attribution
 
-def _target_lines(target: BankEntry) -> str:
+def target_lines(target: BankEntry) -> str:
     return (f"TARGET DIMENSION: {target.dimension}\nTRUE VALUE (short): {target.short}\n"
             f"TRUE VALUE (full): {target.explanation}")
 
@@ -239,7 +239,7 @@ STAGE0_SYSTEM = (
 
 def task_design_messages(task: str, target: BankEntry) -> list[ChatMessage]:
     """Stage 0 oracle: from the task statement and the target alone."""
-    body = (f"{_target_lines(target)}\n\nTASK\n{task}\n\n"
+    body = (f"{target_lines(target)}\n\nTASK\n{task}\n\n"
             "Could this task plausibly lead, through reasonable follow-up questions and natural elaboration, "
             "to a moment where the user reveals their value on the target dimension? Reply with JSON only, in "
             'this shape: {"reason": "<one sentence>", "can_invite": <true or false>}')
@@ -255,7 +255,7 @@ STAGE1_SYSTEM = (
 def disclosure_messages(task_text: str, history: Sequence[Turn], target: BankEntry) -> list[ChatMessage]:
     """Stage 1: did the dialogue carry enough evidence to reconstruct the target? Lenient: indirect
     signals count, as in the release."""
-    body = (f"{_target_lines(target)}\n\nThe episode is a multi-turn help dialogue between an Agent and a User "
+    body = (f"{target_lines(target)}\n\nThe episode is a multi-turn help dialogue between an Agent and a User "
             "simulator playing a fixed persona. Did the User (or the Agent quoting the user) reveal enough about "
             "the target dimension that a competent memory system could plausibly arrive at the user's value?\n"
             "- The literal wording of the true value need not appear.\n"
@@ -279,7 +279,7 @@ STAGE2_SYSTEM = (
 
 def elicitation_messages(task_text: str, history: Sequence[Turn], target: BankEntry) -> list[ChatMessage]:
     """Stage 2: the assistant never approached the topic, or the user did not elaborate?"""
-    body = (f"{_target_lines(target)}\n\nPick exactly one:\n"
+    body = (f"{target_lines(target)}\n\nPick exactly one:\n"
             "agent_elicitation_failure — the agent never came near this dimension: the conversation stayed on "
             "other ground and the agent did not even roughly steer toward the dimension's topic.\n"
             "simulator_too_strict — the agent did roughly steer toward the topic (a pinpoint question is not "

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from memprobe_engine.errors import ConfigError
 from memprobe_engine.llm.config import read_config_file
 from memprobe_engine.llm.spec import first_validation_problem
+from memprobe_engine.recovery.framing import Framing
 from memprobe_engine.recovery.policy import ExclusionPolicy
 
 #: A reply cap in the file: a token count, or 0 for "no cap" (TOML has no null).
@@ -37,6 +38,7 @@ class ProtocolTable(BaseModel):
     preference_judge_max_tokens: Cap | None = Field(default=None, ge=0)
     preference_judge: bool | None = None
     policy: ExclusionPolicy | None = None
+    framing: Framing | None = None
     modes: list[Literal["dump_all", "retrieve"]] | None = None
     embeddings: str | None = None
 
@@ -103,6 +105,8 @@ def recovery_protocol(plan: Any, llm_config: Any) -> Any:
         "k (assistant context)": s.agent_k, "k (retrieve mode)": RETRIEVE_K, "embeddings": plan.embedding_spec,
         "preference judge": "on" if s.preference_judge else "off", "seed": s.seed,
         "exclusion policy": DESCRIPTIONS[s.policy],
+        "prompt framing": "release (the recovery release's layout)" if s.framing == "release" else
+        "embedded (the release's content framed for a small model; docs/protocol-a.md)",
         "shard": f"{plan.shard[0]}/{plan.shard[1]}",
     }
     return ResolvedProtocol(suite="recovery (protocol A)", roles=roles, parameters=parameters)

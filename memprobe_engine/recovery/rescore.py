@@ -27,6 +27,7 @@ from memprobe_engine.recovery.case_material import DialogueTurn, retrieval_for_f
 from memprobe_engine.recovery.outcomes import OutcomeFold
 from memprobe_engine.recovery.attribution import Stage0Cache, Stage0Verdict, attribute
 from memprobe_engine.recovery.inputs import BankEntry, PoolDimension
+from memprobe_engine.recovery.framing import Framing, framing_of
 from memprobe_engine.recovery.policy import ExclusionPolicy, policy_of
 from memprobe_engine.recovery.prompts import Turn
 from memprobe_engine.recovery.scoring import Mode, TextSink, judge, slot_fill
@@ -171,6 +172,7 @@ async def rescore(record: Path, cases: Iterable[Case], *, chat_factory: Callable
     with open_recording(record) as reader:
         materials = [gather(reader, case) for case in cases]
         chosen = policy or policy_of(reader.header.config)
+        framing = framing_of(reader.header.config)
     results: list[RescoreResult] = []
     # The shared run lifecycle: run_start/run_end around the appended events, leftover spans closed.
     async with recorded_run(record, header=None, suite="rescore", resumed=True, cancel_strays=False,
@@ -182,7 +184,7 @@ async def rescore(record: Path, cases: Iterable[Case], *, chat_factory: Callable
         try:
             for material in materials:
                 results.append(await _one(chat, recorder, material, context_tokens, attribution, on_text,
-                                          max_tokens, chosen))
+                                          max_tokens, chosen, framing))
         finally:
             await chat.aclose()
     return results
@@ -190,15 +192,16 @@ async def rescore(record: Path, cases: Iterable[Case], *, chat_factory: Callable
 
 async def _one(chat: Any, recorder: _ObservedRecorder, material: CaseMaterial, context_tokens: int,
                attribution: bool, on_text: TextSink | None, max_tokens: int | None,
-               policy: ExclusionPolicy) -> RescoreResult:
+               policy: ExclusionPolicy, framing: Framing) -> RescoreResult:
     case = material.case
     first = len(recorder.emitted)
     with recorder.span(f"rescore {case.dimension} {case.mode}", "rescore", user_id=case.user_id, system=case.system,
                        dimension=case.dimension, mode=case.mode, rescore_of=material.original_score_seq):
         fill = await slot_fill(chat, recorder, material.entry, material.pool_entry, material.memory, case.mode,
-                               context_tokens=context_tokens, max_tokens=max_tokens, on_text=on_text, policy=policy)
+                               context_tokens=context_tokens, max_tokens=max_tokens, on_text=on_text, policy=policy,
+                               framing=framing)
         score = await judge(chat, recorder, material.entry, fill, max_tokens=max_tokens,
-                            rescore_of=material.original_score_seq, on_text=on_text, policy=policy)
+                            rescore_of=material.original_score_seq, on_text=on_text, policy=policy, framing=framing)
         label = None
         if attribution:
             stage0 = Stage0Cache()
@@ -207,7 +210,7 @@ async def _one(chat: Any, recorder: _ObservedRecorder, material: CaseMaterial, c
             label = await attribute(chat, recorder, user_id=case.user_id, entry=material.entry,
                                     task_text=material.task_text, history=material.history, score=score.score,
                                     mode=case.mode, stage0=stage0, on_text=on_text, max_tokens=max_tokens,
-                                    policy=policy)
+                                    policy=policy, framing=framing)
     return RescoreResult(case=case, label=fill.label, score=score.score, reason=score.reason, excluded=score.excluded,
                          original_score=material.original_score, attribution=label, events=recorder.emitted[first:],
                          overflow=fill.overflow, policy=policy)

@@ -29,11 +29,12 @@ from memprobe_engine.events.recovery import EpisodeEnd, PreferenceJudgment
 from memprobe_engine.events.run import ErrorEvent
 from memprobe_engine.llm.types import SamplingParams
 from memprobe_engine.memory.base import AgentContext, MemorySystem, Observation, ScoredItem, SimClock, memory_line
-from memprobe_engine.recovery import prompts
+from memprobe_engine.recovery import prompts, prompts_embedded
+from memprobe_engine.recovery.framing import DEFAULT_FRAMING, Framing
 from memprobe_engine.recovery.inputs import BankEntry, SimUser, Task
 from memprobe_engine.recovery.policy import DEFAULT_POLICY, ExclusionPolicy, release_user_text
 from memprobe_engine.recovery.prompts import Turn
-from memprobe_engine.recovery.schemas import PreferenceVerdict, SimulatorReply
+from memprobe_engine.recovery.schemas import InRoleSimulatorReply, PreferenceVerdict, SimulatorReply
 
 #: The release's sampling temperatures: assistant replies 0.7, simulated user 0.85, judges 0.
 AGENT_TEMPERATURE = 0.7
@@ -58,6 +59,8 @@ class RolloutSettings:
     seed: int = 0
     preference_judge: bool = True
     policy: ExclusionPolicy = DEFAULT_POLICY
+    #: How prompts are laid out for the model (:mod:`.framing`); ``release`` is the paper's.
+    framing: Framing = DEFAULT_FRAMING
 
     @property
     def preference_judge_cap(self) -> int | None:
@@ -128,8 +131,10 @@ async def run_episode(*, chat: Any, recorder: Recorder, system: MemorySystem, us
                 chat, recorder, preferences, task.task, reply.text, task_index, turn, judge_params)) \
                 if settings.preference_judge and preferences else None
             try:
-                sim = await chat.chat("simulator", prompts.simulator_messages(user, task.task, episode.history),
-                                      params=sim_params, schema=SimulatorReply)
+                in_role = settings.framing == "embedded"
+                sim = await chat.chat("simulator", (prompts_embedded if in_role else prompts).simulator_messages(
+                    user, task.task, episode.history), params=sim_params,
+                    schema=InRoleSimulatorReply if in_role else SimulatorReply)
             except BaseException:
                 if judging is not None:
                     judging.cancel()

@@ -12,6 +12,7 @@ from typing import ClassVar, cast, get_args
 
 from memprobe_engine.errors import ConfigError
 from memprobe_engine.recovery.dialogue_source import parse_source
+from memprobe_engine.recovery.framing import DEFAULT_FRAMING, check_framing
 from memprobe_engine.recovery.policy import DEFAULT_POLICY, check_policy
 from memprobe_engine.recovery.protocol_config import cap, load_protocol_table, merged
 from memprobe_engine.recovery.rollout import RolloutSettings
@@ -26,7 +27,8 @@ class RecoveryOptions:
     #: The flags only protocol A has (a protocol-B run refuses them), as the command spells them.
     own_flags: ClassVar[tuple[str, ...]] = (
         "--users", "--dims", "--modes", "--max-turns", "--agent-max-tokens", "--simulator-max-tokens",
-        "--judge-max-tokens", "--preference-judge-max-tokens", "--no-preference-judge", "--policy", "--dialogues")
+        "--judge-max-tokens", "--preference-judge-max-tokens", "--no-preference-judge", "--policy", "--dialogues",
+        "--framing")
 
     sessions: Path
     systems: list[str]
@@ -45,6 +47,7 @@ class RecoveryOptions:
     policy: str | None = None
     embeddings: str | None = None
     dialogues: str | None = None
+    framing: str | None = None
 
 
 def recovery_plan(options: RecoveryOptions) -> RecoveryPlan:
@@ -80,7 +83,8 @@ def recovery_plan(options: RecoveryOptions) -> RecoveryPlan:
         # A fixed dialogue has no live assistant reply to rate: no preference judge (no metric D).
         preference_judge=False if options.no_preference_judge or source is not None
         else merged(None, table.preference_judge, True),
-        policy=check_policy(merged(options.policy, table.policy, DEFAULT_POLICY)))
+        policy=check_policy(merged(options.policy, table.policy, DEFAULT_POLICY)),
+        framing=check_framing(merged(options.framing, table.framing, DEFAULT_FRAMING)))
     return RecoveryPlan(sessions_dir=options.sessions, users=options.users, dimensions=options.dims,
                         systems=options.systems, modes=cast("list[Mode]", mode_list), settings=settings,
                         shard=options.shard, embedding_spec=merged(options.embeddings, table.embeddings, "st:minilm"),

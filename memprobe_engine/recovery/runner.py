@@ -65,6 +65,7 @@ class RecoveryPlan:
             **({"preference_judge_max_tokens": self.settings.preference_judge_max_tokens}
                if self.settings.preference_judge_max_tokens is not None else {}),
             **({"dialogues": self.dialogues.config()} if self.dialogues is not None else {}),
+            **({"framing": self.settings.framing} if self.settings.framing != "release" else {}),
         }
 
 

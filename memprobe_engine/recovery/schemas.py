@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
+
+from memprobe_engine.recovery.simulator_voice import out_of_role_reason
 
 # mypy admits no float in Literal; pydantic validates these exact values at run time.
 RubricScore = Literal[0, 0.25, 0.5, 0.75, 1]  # type: ignore[valid-type]
@@ -32,6 +34,20 @@ class SimulatorReply(BaseModel):
     @property
     def is_done(self) -> bool:
         return self.feedback_type == "satisfied"
+
+
+class InRoleSimulatorReply(SimulatorReply):
+    """A simulator reply under the embedded framing: one that speaks as the assistant is invalid, so
+    the client's repair round asks again with the reason, and a reply still out of role is an
+    unusable simulator reply with that reason recorded."""
+
+    @field_validator("text")
+    @classmethod
+    def _in_role(cls, text: str) -> str:
+        reason = out_of_role_reason(text)
+        if reason is not None:
+            raise ValueError(reason)
+        return text
 
 
 class PreferenceRating(BaseModel):

@@ -11,6 +11,7 @@ the same policy. A prediction of "unknown" scores 0 by the rubric without a judg
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -24,7 +25,8 @@ from memprobe_engine.events.recorder import Recorder
 from memprobe_engine.events.scoring import JudgeScore, SlotFill
 from memprobe_engine.llm.types import SamplingParams
 from memprobe_engine.memory.base import MemorySystem
-from memprobe_engine.recovery import prompts
+from memprobe_engine.recovery import prompts, prompts_embedded
+from memprobe_engine.recovery.framing import DEFAULT_FRAMING, Framing
 from memprobe_engine.recovery.inputs import CATEGORY_GUIDE, BankEntry, PoolDimension, retrieve_query
 from memprobe_engine.recovery.policy import DEFAULT_POLICY, ExclusionPolicy, release_label
 from memprobe_engine.recovery.schemas import JudgeVerdict, SlotFillAnswer
@@ -80,7 +82,7 @@ async def read_memory(system: MemorySystem, recorder: Recorder, entry: BankEntry
 async def slot_fill(chat: Any, recorder: Recorder, entry: BankEntry, pool_entry: PoolDimension | None,
                     memory: list[dict[str, Any]], mode: Mode, *, context_tokens: int,
                     max_tokens: int | None = 200, on_text: TextSink | None = None,
-                    policy: ExclusionPolicy = DEFAULT_POLICY) -> SlotFill:
+                    policy: ExclusionPolicy = DEFAULT_POLICY, framing: Framing = DEFAULT_FRAMING) -> SlotFill:
     """One slot-fill, recorded; overflow and empty memory are decided without a model call.
     ``pool_entry`` is accepted for callers' convenience but deliberately not shown: the release's
     slot-filler sees neither the axis question nor example answers."""
@@ -88,7 +90,8 @@ async def slot_fill(chat: Any, recorder: Recorder, entry: BankEntry, pool_entry:
     if not memory:
         return recorder.emit(SlotFill(mode=mode, label="unknown", reason="the memory returned nothing to read"))
     memory_json = orjson.dumps(memory, option=orjson.OPT_INDENT_2).decode()
-    messages = prompts.slot_fill_messages(entry.dimension, entry.category, CATEGORY_GUIDE[entry.category], memory_json)
+    build = prompts_embedded.slot_fill_messages if framing == "embedded" else prompts.slot_fill_messages
+    messages = build(entry.dimension, entry.category, CATEGORY_GUIDE[entry.category], memory_json)
     needed = estimate_tokens(messages) + (max_tokens or 0)
     if needed > context_tokens:
         return _overflow(recorder, mode, policy, f"store of {len(memory)} items needs about {needed:,} tokens; "
@@ -126,9 +129,25 @@ def is_unknown(label: str) -> bool:
     return label.strip().strip(".").lower() in {"unknown", "none", "n/a", "no evidence", ""}
 
 
+#: Words that evaluate without naming a trait. A label made of nothing else ("good", "very helpful")
+#: says nothing about the person on any dimension.
+GENERIC_WORDS = frozenset({
+    "good", "great", "fine", "ok", "okay", "helpful", "positive", "negative", "nice", "average", "normal", "decent",
+    "excellent", "bad", "poor", "strong", "weak", "high", "low", "moderate", "medium", "basic", "adequate", "well",
+    "very", "quite", "fairly", "pretty", "generally", "overall", "competent", "capable", "skilled", "proficient",
+    "satisfactory", "typical", "standard", "somewhat", "rather", "is", "are", "and", "or", "the", "a", "user",
+    "person", "they", "he", "she", "appropriate", "solid", "clear", "effective", "good-natured"})
+
+
+def names_no_trait(label: str) -> bool:
+    """Whether ``label`` is only evaluative filler ("good", "very helpful"), naming no trait."""
+    words = [w for w in re.split(r"[^a-z'-]+", label.lower()) if w]
+    return bool(words) and all(w in GENERIC_WORDS for w in words)
+
+
 async def judge(chat: Any, recorder: Recorder, entry: BankEntry, fill: SlotFill, *, max_tokens: int | None = 200,
                 rescore_of: int | None = None, on_text: TextSink | None = None,
-                policy: ExclusionPolicy = DEFAULT_POLICY) -> JudgeScore:
+                policy: ExclusionPolicy = DEFAULT_POLICY, framing: Framing = DEFAULT_FRAMING) -> JudgeScore:
     """Score a slot-fill against the hidden target on the five-level rubric (temperature 0)."""
     mode = fill.mode
     if fill.label is None:
@@ -137,8 +156,17 @@ async def judge(chat: Any, recorder: Recorder, entry: BankEntry, fill: SlotFill,
     if is_unknown(fill.label):
         return recorder.emit(JudgeScore(mode=mode, score=0.0, reason="rubric: a prediction of unknown scores 0",
                                         rescore_of=rescore_of))
-    outcome = await ask(chat, "recovery_judge", prompts.judge_messages(entry, fill.label),
-                        params=SamplingParams(temperature=0.0, max_tokens=max_tokens), schema=JudgeVerdict,
+    if framing == "embedded" and names_no_trait(fill.label):
+        # The rubric's 0 for "unknown" holds for a label that names nothing either: a small judge
+        # reads "good" as agreeing with any favourable truth (docs/protocol-a.md).
+        return recorder.emit(JudgeScore(mode=mode, score=0.0, rescore_of=rescore_of,
+                                        reason=f"rubric: {fill.label!r} names no trait of the person, which scores 0 "
+                                               f"like unknown (embedded framing)"))
+    embedded = framing == "embedded"
+    outcome = await ask(chat, "recovery_judge",
+                        (prompts_embedded.judge_messages if embedded else prompts.judge_messages)(entry, fill.label),
+                        params=SamplingParams(temperature=0.0, max_tokens=max_tokens),
+                        schema=prompts_embedded.StatedJudgeVerdict if embedded else JudgeVerdict,
                         stage="judge", on_text=on_text)
     if outcome.parsed is None:
         if policy == "paper":
@@ -147,17 +175,19 @@ async def judge(chat: Any, recorder: Recorder, entry: BankEntry, fill: SlotFill,
                                                    f"the release"))
         return recorder.emit(JudgeScore(mode=mode, score=None, call_seq=outcome.call_seq, excluded=outcome.excluded,
                                         rescore_of=rescore_of))
-    verdict: JudgeVerdict = outcome.parsed
-    return recorder.emit(JudgeScore(mode=mode, score=float(verdict.score), reason=verdict.reason,
+    verdict = outcome.parsed
+    reason = verdict.reason if not embedded else f"prediction says: {verdict.prediction_says}. {verdict.reason}"
+    return recorder.emit(JudgeScore(mode=mode, score=float(verdict.score), reason=reason,
                                     call_seq=outcome.call_seq, rescore_of=rescore_of))
 
 
 async def score_dimension(chat: Any, recorder: Recorder, system: MemorySystem, entry: BankEntry,
                           pool_entry: PoolDimension | None, mode: Mode, *, context_tokens: int,
-                          max_tokens: int | None = 200, policy: ExclusionPolicy = DEFAULT_POLICY) -> DimensionScore:
+                          max_tokens: int | None = 200, policy: ExclusionPolicy = DEFAULT_POLICY,
+                          framing: Framing = DEFAULT_FRAMING) -> DimensionScore:
     memory = await read_memory(system, recorder, entry, mode)
     fill = await slot_fill(chat, recorder, entry, pool_entry, memory, mode, context_tokens=context_tokens,
-                           max_tokens=max_tokens, policy=policy)
-    score = await judge(chat, recorder, entry, fill, max_tokens=max_tokens, policy=policy)
+                           max_tokens=max_tokens, policy=policy, framing=framing)
+    score = await judge(chat, recorder, entry, fill, max_tokens=max_tokens, policy=policy, framing=framing)
     return DimensionScore(mode=mode, label=fill.label, score=score.score, excluded=score.excluded,
                           overflow=fill.overflow, judge_seq=score.seq)

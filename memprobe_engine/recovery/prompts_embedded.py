@@ -1,0 +1,153 @@
+"""Protocol A's prompts under the ``embedded`` framing (:mod:`.framing`): the release's content,
+laid out and calibrated for a small model on a CPU.
+
+What each role sees is what :mod:`.prompts` gives it; the differences (named in
+docs/protocol-a.md, "Framing for small models") are:
+
+* order — everything fixed (rules, rubric, reply shape) comes before what varies per dimension or
+  case, so the server's prefix cache serves a store, or a stage's instructions, once for all cases;
+* the slot-filler's label rule says that a bare evaluative word names no trait, and that a cited
+  note must show in the label (the release's rules only say "unknown" without evidence);
+* the judge first writes down what trait the prediction states (``prediction_says``), and its rubric
+  spells out that a prediction naming no trait, or a different one, shares no core meaning;
+* the simulated user's request is a chat the model continues as the user: persona, bank and rules
+  in the system prompt, the user's own turns as ``assistant`` messages and the assistant's as
+  ``user`` messages, so the reply the model writes next is the user's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pydantic import BaseModel, Field
+
+from memprobe_engine.llm.types import ChatMessage
+from memprobe_engine.recovery import prompts
+from memprobe_engine.recovery.input_rules import Category
+from memprobe_engine.recovery.inputs import BankEntry, SimUser
+from memprobe_engine.recovery.prompts import Turn
+from memprobe_engine.recovery.schemas import RubricScore
+
+# ----------------------------------------------------------------------------------- slot-fill
+
+LABEL_RULES = (
+    "The label states this person's own trait on the dimension as the notes show it — what they did, said, "
+    "asked for, or struggled with — in words specific to them. A bare evaluative word (\"good\", \"helpful\", "
+    "\"fine\", \"positive\") names no trait and is never a label. When a note you cite bears on the dimension, "
+    "the label must say what it shows; \"unknown\" is only for when no note does."
+)
+SLOT_FILL_SHAPE = 'Reply with JSON only, in this shape: {"reason": "<the note you rely on, quoted briefly>", ' \
+                  '"label": "<terse value>"}'
+
+
+def slot_fill_messages(dimension: str, category: Category, category_guide: str, memory_json: str) -> list[ChatMessage]:
+    """The store, then every fixed rule and the reply shape, then the category and dimension."""
+    body = (f"MEMORY NOTES (JSON array)\n{memory_json}\n\n{prompts.SLOT_FILL_RULES}\n{LABEL_RULES}\n\n"
+            f"{SLOT_FILL_SHAPE}\n\nCATEGORY: {category.value}\nWHAT THE CATEGORY MEANS: {category_guide}\n"
+            f"DIMENSION: {dimension}")
+    return [ChatMessage(role="system", content=prompts.SLOT_FILL_SYSTEM), ChatMessage(role="user", content=body)]
+
+
+# ----------------------------------------------------------------------------------- judge
+
+JUDGE_CALIBRATION = (
+    "First say in a few words which trait of the person the prediction states (prediction_says); write "
+    "\"nothing specific\" when it states none. Then compare that trait with the true value:\n"
+    "- a prediction that states nothing specific — a bare evaluation such as \"good\", \"helpful\", \"fine\" — "
+    "shares no core meaning with any true value, however favourable the truth is: 0, or 0.25 at most;\n"
+    "- a prediction about a different trait or aspect than the true value (another skill, a preference "
+    "instead of an ability, a different event) is at most 0.25;\n"
+    "- 0.75 and 1 need the same specific trait in both."
+)
+JUDGE_SHAPE = ('Reply with JSON only, in this shape: {"prediction_says": "<the trait it states, or nothing '
+               'specific>", "reason": "<one sentence>", "score": <0, 0.25, 0.5, 0.75 or 1>}')
+
+
+class StatedJudgeVerdict(BaseModel):
+    """The judge's verdict under the embedded framing: what the prediction states, then the score."""
+
+    prediction_says: str = Field(max_length=200)
+    reason: str = Field(max_length=400)
+    score: RubricScore
+
+
+def judge_messages(target: BankEntry, predicted: str) -> list[ChatMessage]:
+    """Rubric, calibration and reply shape first (one prefix for every case), then the case."""
+    system = f"{prompts.JUDGE_SYSTEM}\n\n{JUDGE_CALIBRATION}\n\n{JUDGE_SHAPE}"
+    body = (f"DIMENSION: {target.dimension}\nWHAT THE DIMENSION ASKS ABOUT: {target.explanation}\n"
+            f"TRUE VALUE: {target.short}\nPREDICTION: {predicted}")
+    return [ChatMessage(role="system", content=system), ChatMessage(role="user", content=body)]
+
+
+# ----------------------------------------------------------------------------------- attribution
+
+STAGE0_QUESTION = (
+    "Could the task below plausibly lead, through reasonable follow-up questions and natural elaboration, to a "
+    "moment where the user reveals their value on the target dimension? Reply with JSON only, in this shape: "
+    '{"reason": "<one sentence>", "can_invite": <true or false>}'
+)
+STAGE1_QUESTION = (
+    "The episode below is a multi-turn help dialogue between an Agent and a User simulator playing a fixed "
+    "persona. Did the User (or the Agent quoting the user) reveal enough about the target dimension that a "
+    "competent memory system could plausibly arrive at the user's value?\n"
+    "- The literal wording of the true value need not appear.\n"
+    "- Indirect signals count: behavioural hints, mentions in context, preferences voiced in passing, what "
+    "follows from what the user said.\n"
+    "- If a reasonable reader of the dialogue would conclude something close to the true value, even loosely "
+    "worded, the answer is true.\n"
+    "- Answer false only when the dialogue offers essentially nothing a reader could anchor on.\n"
+    'Reply with JSON only, in this shape: {"evidence": "<short quote or none>", "reason": "<one sentence>", '
+    '"disclosed": <true or false>}'
+)
+STAGE2_QUESTION = (
+    "Pick exactly one:\n"
+    "agent_elicitation_failure — the agent never came near this dimension: the conversation stayed on other "
+    "ground and the agent did not even roughly steer toward the dimension's topic.\n"
+    "simulator_too_strict — the agent did roughly steer toward the topic (a pinpoint question is not needed), "
+    "but the user did not disclose enough: shallow or noncommittal answers, a change of direction, satisfied "
+    "too early, or no elaboration while the topic was open.\n"
+    "Rule of thumb: \"the topic came up, the user just said little\" is simulator_too_strict; \"the agent never "
+    "raised anything like it\" is agent_elicitation_failure.\n"
+    'Reply with JSON only, in this shape: {"reason": "<one sentence>", "evidence": "<short quote>", '
+    '"label": "<agent_elicitation_failure or simulator_too_strict>"}'
+)
+
+
+def _stage(system: str, question: str, case: str) -> list[ChatMessage]:
+    return [ChatMessage(role="system", content=f"{system}\n\n{question}"), ChatMessage(role="user", content=case)]
+
+
+def task_design_messages(task: str, target: BankEntry) -> list[ChatMessage]:
+    return _stage(prompts.STAGE0_SYSTEM, STAGE0_QUESTION, f"{prompts.target_lines(target)}\n\nTASK\n{task}")
+
+
+def disclosure_messages(task_text: str, history: Sequence[Turn], target: BankEntry) -> list[ChatMessage]:
+    return _stage(prompts.STAGE1_SYSTEM, STAGE1_QUESTION,
+                  f"EPISODE\n=====\n{prompts.episode_transcript(task_text, history)}\n=====\n\n"
+                  f"{prompts.target_lines(target)}")
+
+
+def elicitation_messages(task_text: str, history: Sequence[Turn], target: BankEntry) -> list[ChatMessage]:
+    return _stage(prompts.STAGE2_SYSTEM, STAGE2_QUESTION,
+                  f"EPISODE\n=====\n{prompts.episode_transcript(task_text, history)}\n=====\n\n"
+                  f"{prompts.target_lines(target)}")
+
+
+# ----------------------------------------------------------------------------------- simulator
+
+IN_ROLE_FRAME = (
+    "\n\nYOU ARE THIS PERSON. In the chat that follows, the user messages are the AI assistant talking to you; "
+    "your own earlier messages are yours. Write this person's next message to the assistant — never the "
+    "assistant's reply: you do not offer help, you are the one being helped."
+)
+
+
+def simulator_messages(user: SimUser, task_text: str, history: Sequence[Turn]) -> list[ChatMessage]:
+    """The release simulator's content as a chat the model continues as the user."""
+    system = (f"{prompts.SIMULATOR_SYSTEM}\n\nYOUR PROFILE AND MEMORY BANK\n{prompts.persona_block(user)}"
+              f"{IN_ROLE_FRAME}")
+    messages = [ChatMessage(role="system", content=system), ChatMessage(role="assistant", content=task_text)]
+    body = list(history[1:]) if history and history[0][0] == "user" else list(history)
+    for speaker, text in body:
+        messages.append(ChatMessage(role="user" if speaker == "assistant" else "assistant", content=text))
+    return messages
