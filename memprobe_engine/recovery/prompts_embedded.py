@@ -30,21 +30,26 @@ from memprobe_engine.recovery.schemas import RubricScore
 
 # ----------------------------------------------------------------------------------- slot-fill
 
+def question(dimension: str) -> str:
+    """The dimension as the question the retrieve mode already asks (the release's probe query)."""
+    return f"What best describes the user's {dimension.replace('_', ' ')}, as these notes show it?"
+
+
 LABEL_RULES = (
     "The label states this person's own trait on the dimension as the notes show it — what they did, said, "
     "asked for, or struggled with — in words specific to them. A bare evaluative word (\"good\", \"helpful\", "
     "\"fine\", \"positive\") names no trait and is never a label. When a note you cite bears on the dimension, "
     "the label must say what it shows; \"unknown\" is only for when no note does."
 )
-SLOT_FILL_SHAPE = 'Reply with JSON only, in this shape: {"reason": "<the note you rely on, quoted briefly>", ' \
-                  '"label": "<terse value>"}'
+SLOT_FILL_SHAPE = ('Reply with JSON only, in this shape: {"reason": "<the note(s) that show it, quoted briefly>", '
+                   '"label": "<what they show about this person, at most 15 words, or unknown>"}')
 
 
 def slot_fill_messages(dimension: str, category: Category, category_guide: str, memory_json: str) -> list[ChatMessage]:
     """The store, then every fixed rule and the reply shape, then the category and dimension."""
     body = (f"MEMORY NOTES (JSON array)\n{memory_json}\n\n{prompts.SLOT_FILL_RULES}\n{LABEL_RULES}\n\n"
             f"{SLOT_FILL_SHAPE}\n\nCATEGORY: {category.value}\nWHAT THE CATEGORY MEANS: {category_guide}\n"
-            f"DIMENSION: {dimension}")
+            f"DIMENSION: {dimension}\n\nQUESTION: {question(dimension)}")
     return [ChatMessage(role="system", content=prompts.SLOT_FILL_SYSTEM), ChatMessage(role="user", content=body)]
 
 
