@@ -39,7 +39,11 @@ LABEL_RULES = (
     "The label states this person's own trait on the dimension as the notes show it — what they did, said, "
     "asked for, or struggled with — in words specific to them. A bare evaluative word (\"good\", \"helpful\", "
     "\"fine\", \"positive\") names no trait and is never a label. When a note you cite bears on the dimension, "
-    "the label must say what it shows; \"unknown\" is only for when no note does."
+    "the label must say what it shows; \"unknown\" is only for when no note does. Never answer with the "
+    "dimension's own name.\n"
+    "Examples (another person): the note \"User: keep it short, three stops max\" on verbosity_preference gives "
+    "\"wants short answers, three or four items at most\"; the note \"User: I did the fractions myself but the "
+    "word problems lost me\" on mathematics_skill gives \"does fractions alone, gets lost in word problems\"."
 )
 SLOT_FILL_SHAPE = ('Reply with JSON only, in this shape: {"reason": "<the note(s) that show it, quoted briefly>", '
                    '"label": "<what they show about this person, at most 15 words, or unknown>"}')

@@ -136,13 +136,18 @@ GENERIC_WORDS = frozenset({
     "excellent", "bad", "poor", "strong", "weak", "high", "low", "moderate", "medium", "basic", "adequate", "well",
     "very", "quite", "fairly", "pretty", "generally", "overall", "competent", "capable", "skilled", "proficient",
     "satisfactory", "typical", "standard", "somewhat", "rather", "is", "are", "and", "or", "the", "a", "user",
-    "person", "they", "he", "she", "appropriate", "solid", "clear", "effective", "good-natured"})
+    "person", "they", "he", "she", "appropriate", "solid", "clear", "effective", "good-natured", "knows", "can",
+    "has", "does", "skill", "knowledge", "preference", "view", "self", "event"})
 
 
-def names_no_trait(label: str) -> bool:
-    """Whether ``label`` is only evaluative filler ("good", "very helpful"), naming no trait."""
-    words = [w for w in re.split(r"[^a-z'-]+", label.lower()) if w]
-    return bool(words) and all(w in GENERIC_WORDS for w in words)
+def names_no_trait(label: str, dimension: str = "") -> bool:
+    """Whether ``label`` is only evaluative filler ("good", "very helpful") or the dimension's own
+    name restated ("writing_skill", "knows" for geographic_knowledge, "direct" for
+    directness_preference): it names no trait of the person."""
+    words = [w for w in re.split(r"[^a-z'-]+", label.lower().replace("_", " ")) if w]
+    axis = [w for w in dimension.lower().split("_") if len(w) >= 4]
+    return bool(words) and all(w in GENERIC_WORDS or any(a.startswith(w) or w.startswith(a) for a in axis)
+                               for w in words)
 
 
 async def judge(chat: Any, recorder: Recorder, entry: BankEntry, fill: SlotFill, *, max_tokens: int | None = 200,
@@ -156,7 +161,7 @@ async def judge(chat: Any, recorder: Recorder, entry: BankEntry, fill: SlotFill,
     if is_unknown(fill.label):
         return recorder.emit(JudgeScore(mode=mode, score=0.0, reason="rubric: a prediction of unknown scores 0",
                                         rescore_of=rescore_of))
-    if framing == "embedded" and names_no_trait(fill.label):
+    if framing == "embedded" and names_no_trait(fill.label, entry.dimension):
         # The rubric's 0 for "unknown" holds for a label that names nothing either: a small judge
         # reads "good" as agreeing with any favourable truth (docs/protocol-a.md).
         return recorder.emit(JudgeScore(mode=mode, score=0.0, rescore_of=rescore_of,
