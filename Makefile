@@ -4,15 +4,24 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.memprobe-installed
 
-.PHONY: demo demo-paradigms test test-extras install install-cognee bench clean quick-args
+.PHONY: demo demo-live demo-paradigms test test-extras install install-cognee bench clean quick-args live-args
 
-# The quick run: one sample user, three dimensions (preference, knowledge, episodic), nomem and
-# longctx_full, both access modes, attribution, on the embedded models (sessions/quick.toml).
-QUICK_DIMS := reply_layout,regional_geography_knowledge,low_point_episode
+# The quick run (make demo): the paper's user_001 on its own released dialogues (fixed-dialogue run:
+# no simulator or assistant call), three dimensions (knowledge, preference, skill), nomem and
+# longctx_full, both access modes, attribution, on the embedded model with the embedded framing.
+QUICK_DIMS := geographic_knowledge,directness_preference,writing_skill
 QUICK_RUN  := recordings/quick-$(shell date +%Y%m%d-%H%M%S)
-QUICK_ARGS := --config sessions/quick.toml --users sim_01 --dims $(QUICK_DIMS) --systems nomem,longctx_full \
-              --max-turns 3 --agent-max-tokens 150 --simulator-max-tokens 120 --judge-max-tokens 150 \
-              --preference-judge-max-tokens 400
+QUICK_ARGS := --config sessions/quick.toml --sessions sessions/release-a --dialogues sessions/release-a/dialogues \
+              --users user_001 --dims $(QUICK_DIMS) --systems nomem,longctx_full --framing embedded \
+              --judge-max-tokens 150
+
+# The live on-policy quick run (make demo-live): one sample user played by the embedded model (in-role
+# framing), three dimensions (preference, knowledge, episodic), 3-turn cap, nomem and longctx_full.
+LIVE_DIMS := reply_layout,regional_geography_knowledge,low_point_episode
+LIVE_RUN  := recordings/quick-live-$(shell date +%Y%m%d-%H%M%S)
+LIVE_ARGS := --config sessions/quick.toml --users sim_01 --dims $(LIVE_DIMS) --systems nomem,longctx_full \
+             --max-turns 3 --agent-max-tokens 150 --simulator-max-tokens 120 --judge-max-tokens 150 \
+             --preference-judge-max-tokens 400 --framing embedded
 
 # The protocol-B quick run: 2 episodes of the shipped paradigm suite (suite56-embedded once it is
 # realized, else the 2 upstream episodes) with full_context, naive_rag and amem on the embedded models
@@ -41,12 +50,21 @@ install: $(STAMP)
 quick-args:
 	@echo $(QUICK_ARGS)
 
+live-args:
+	@echo $(LIVE_ARGS)
+
 demo: $(STAMP)
 	$(BIN)/memprobe doctor --tier 1.5b
 	$(BIN)/memprobe run --record $(QUICK_RUN) $(QUICK_ARGS)
 	$(BIN)/memprobe report $(QUICK_RUN) --csv $(QUICK_RUN)/report
 	@if [ -t 0 ] && [ -t 1 ]; then $(BIN)/memprobe replay $(QUICK_RUN); \
 	else echo "replay it in a terminal: $(BIN)/memprobe replay $(QUICK_RUN)"; fi
+
+demo-live: $(STAMP)
+	$(BIN)/memprobe run --record $(LIVE_RUN) $(LIVE_ARGS)
+	$(BIN)/memprobe report $(LIVE_RUN) --csv $(LIVE_RUN)/report
+	@if [ -t 0 ] && [ -t 1 ]; then $(BIN)/memprobe replay $(LIVE_RUN); \
+	else echo "replay it in a terminal: $(BIN)/memprobe replay $(LIVE_RUN)"; fi
 
 demo-paradigms: $(STAMP)
 	$(BIN)/memprobe run --record $(PARADIGM_RUN) $(PARADIGM_ARGS)

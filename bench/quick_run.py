@@ -125,13 +125,51 @@ def work_seconds(figures: RunFigures, prompt_rate: float, gen_rate: float) -> fl
 
 REDUCED_ARGS = ["--dims", "reply_layout", "--max-turns", "2"]  # a later flag overrides the Makefile's
 _reduced = False
+#: Which Makefile job: ``fixed`` (make demo: the paper user's fixed dialogues) or ``live`` (make demo-live).
+_job = "fixed"
 
 
 def quick_args() -> list[str]:
     """``make demo``'s run arguments, from the Makefile itself (then ``--reduced``'s overrides)."""
-    out = subprocess.run(["make", "-s", "--no-print-directory", "quick-args"], cwd=ROOT, check=True,
+    target = "quick-args" if _job == "fixed" else "live-args"
+    out = subprocess.run(["make", "-s", "--no-print-directory", target], cwd=ROOT, check=True,
                          capture_output=True, text=True).stdout
-    return shlex.split(out.strip()) + (REDUCED_ARGS if _reduced else [])
+    return shlex.split(out.strip()) + (REDUCED_ARGS if _reduced and _job == "live" else [])
+
+
+def score_lines(record: Path) -> list[str]:
+    """Per-system B (both modes), every case's fill beside its ground truth, and for a live run how
+    many simulator replies were in the user's voice and how many tasks disclosed their dimension."""
+    from memprobe_engine.recovery.inputs import load_users
+    from memprobe_engine.recovery.simulator_voice import out_of_role_reason
+    from memprobe_engine.report.frames import load_frames
+    from memprobe_engine.report.tables import table2
+
+    frames = load_frames([record])
+    lines = ["per-system B (full store / top-k): " + "; ".join(
+        f"{r.system} {r.B_full_mean:.3f} / {r.B_topk_mean:.3f}" for r in table2(frames).itertuples())]
+    with open_recording(record) as reader:
+        config = reader.header.config
+        fills = {(e.system, e.dimension, e.mode): e.label for e in reader.iter_events(kinds=["slot_fill"])}
+        replies = [e.content for e in reader.iter_events(kinds=["message"]) if e.role == "user" and (e.turn or 0) > 0]
+        unusable = sum(1 for e in reader.iter_events(kinds=["error"]) if e.error_type == "SimulatorReplyUnusable")
+        stage1 = {(e.system, e.dimension): e.verdict for e in reader.iter_events(kinds=["attribution_stage"])
+                  if e.stage == 1}
+        episodes = sum(1 for _ in reader.iter_events(kinds=["episode_end"]))
+    truth = {e.dimension: e.short for u in load_users(Path(config["sessions"]), config.get("users"))
+             for e in u.bank.entries}
+    lines.append(f"{'system':13} {'mode':9} {'dimension':24} {'score':>5}  fill  ⟷  ground truth")
+    for r in frames.scores.itertuples():
+        lines.append(f"{r.system:13} {r.mode:9} {r.dimension:24} {r.score:5.2f}  "
+                     f"{fills.get((r.system, r.dimension, r.mode))!r}  ⟷  {truth.get(r.dimension)!r}")
+    if "dialogues" not in config:
+        in_voice = sum(1 for t in replies if out_of_role_reason(t) is None)
+        lines.append(f"simulator replies in the user's voice: {in_voice} of {len(replies)} recorded"
+                     f" ({unusable} unusable replies recorded)")
+        disclosed = sum(1 for v in stage1.values() if v == "disclosed")
+        lines.append(f"disclosure (attribution stage 1 'disclosed', per system × task judged): {disclosed} of "
+                     f"{len(stage1)} judged; {episodes} episodes")
+    return lines
 
 
 def run_quick(name: str, record: Path, extra_env: dict[str, str], extra_args: list[str]) -> RunFigures:
@@ -272,17 +310,21 @@ def main() -> None:
     parser.add_argument("--only", choices=("off", "shipped"), help="run one configuration only")
     parser.add_argument("--no-ceiling", action="store_true", help="skip the raw-throughput reference")
     parser.add_argument("--no-replay", action="store_true", help="skip replaying the shipped run")
-    parser.add_argument("--reduced", action="store_true", help=f"append {' '.join(REDUCED_ARGS)} to the quick job")
+    parser.add_argument("--reduced", action="store_true",
+                        help=f"live job: append {' '.join(REDUCED_ARGS)} to it")
+    parser.add_argument("--job", choices=("fixed", "live"), default="fixed",
+                        help="fixed: make demo's fixed-dialogue job (default); live: make demo-live's on-policy job")
     args = parser.parse_args()
-    global _reduced
-    _reduced = args.reduced
+    global _reduced, _job
+    _reduced, _job = args.reduced, args.job
     results: dict[str, RunFigures] = {}
     reference: Ceiling | None = None
     if args.source is not None:
         for name in ("off", "shipped"):
             if (args.source / name / "header.json").is_file():
                 results[name] = read_figures(name, args.source / name, recorded_wall(args.source / name))
-                print("\n".join(results[name].lines() + role_lines(results[name])), flush=True)
+                print("\n".join(results[name].lines() + role_lines(results[name])
+                                + score_lines(args.source / name)), flush=True)
         if args.rates:
             prompt_rate, gen_rate = (float(x) for x in args.rates.split(","))
             reference = Ceiling(tier="1.5b", prompt_rate=prompt_rate, gen_rate=gen_rate, prompt_tokens=0, gen_tokens=0)
@@ -299,11 +341,13 @@ def main() -> None:
         if args.only in (None, "off"):
             shutil.rmtree(work / "off", ignore_errors=True)
             results["off"] = run_quick("off", work / "off", OFF_ENV, ["--concurrency", "1"])
-            print("\n".join(results["off"].lines() + role_lines(results["off"])), flush=True)
+            print("\n".join(results["off"].lines() + role_lines(results["off"]) + score_lines(work / "off")),
+                  flush=True)
         if args.only in (None, "shipped"):
             shutil.rmtree(work / "shipped", ignore_errors=True)
             results["shipped"] = run_quick("shipped", work / "shipped", {}, [])
-            print("\n".join(results["shipped"].lines() + role_lines(results["shipped"])), flush=True)
+            print("\n".join(results["shipped"].lines() + role_lines(results["shipped"])
+                            + score_lines(work / "shipped")), flush=True)
             if not args.no_replay:
                 print(verify_replay(work / "shipped", work), flush=True)
         if not args.no_ceiling:
