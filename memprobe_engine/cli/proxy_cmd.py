@@ -66,6 +66,8 @@ async def _serve(record: Path, llm_config: Any, embedding_spec: str, port: int, 
     writer = open_writer(record, None if resumed else new_header(run_id, "proxy", {
         "suite": "proxy", "models": llm_config.resolved(), "embeddings": embedding_spec}))
     recorder = Recorder(writer)
+    if resumed:
+        recorder.close_spans_of_a_crash()  # a killed earlier session's client spans
     recorder.emit(RunStart(run_id=writer.header.run_id, suite="proxy", resumed=resumed))
     chat = ChatClient(llm_config, recorder=recorder,
                       cache=RecordedResponses(responses, None if no_cache else ResponseCache()))

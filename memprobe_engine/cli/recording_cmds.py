@@ -96,11 +96,20 @@ def verify(recording: RecordingArg) -> None:
 def _print_damage(damage: DamageReport, complete: int, path: Path) -> bool:
     """Print the integrity check: one summary line (the same the report, TUI and browser show),
     then the details. Returns whether the recording is intact."""
+    note: str | None = None
+    if damage.interrupted_spans:
+        shown = ", ".join(damage.interrupted_spans[:5])
+        more = " …" if len(damage.interrupted_spans) > 5 else ""
+        note = f"  {damage.interrupted_note()}: {escape(shown)}{more}"
     if damage.clean:
         console.print(f"[green]intact[/]: {complete:,} complete events, no damage")
+        if note is not None:
+            console.print(note)
         return True
     console.print(f"[yellow]damaged[/]: {complete:,} complete events readable; {damage.count} problem(s): "
                   f"{escape(damage.summary())}")
+    if note is not None:
+        console.print(note)
     if damage.tail_bytes:
         console.print(f"  damaged tail: {damage.tail_bytes:,} bytes after the last complete line of {path} "
                       f"(a crash mid-write); it is skipped, and a resumed run moves it aside")

@@ -44,6 +44,8 @@ def report(
     frames = load_frames(recordings)
     for warning in frames.warnings:
         errors.print(f"[yellow]warning:[/] {warning}", markup=True, soft_wrap=True)
+    for note in frames.notes:
+        errors.print(f"note: {note}", markup=False, soft_wrap=True)
     if frames.scores.empty and frames.episodes.empty:
         errors.print("[yellow]warning:[/] these recordings hold no protocol-A outcomes (no episodes, no scores).",
                       markup=True)

@@ -62,6 +62,8 @@ def check_recording(reader: RecordingReader, *, deep: bool = True, progress: Pro
                 problem = spans.begin(span_id, parent if isinstance(parent, str) else None, line)
             else:
                 problem = spans.end(span_id)
+                if problem is None and data.get("status") == "interrupted":
+                    report.interrupted_spans.append(span_id)
             if problem is not None:
                 report.bad_lines[line] = f"seq {data['seq']}: {problem}"
         if _REF_MARK in raw:  # look for references only where the bytes hold one
@@ -81,6 +83,12 @@ def damage_warning(name: str, report: DamageReport) -> str | None:
         return None
     return (f"{name}: damaged recording: {report.summary()}; damaged lines are left out. Details: "
             f"`memprobe recording verify {name}`.")
+
+
+def interrupted_note(name: str, report: DamageReport) -> str | None:
+    """The note a report prints for spans closed on resume (None when there are none)."""
+    note = report.interrupted_note()
+    return None if note is None else f"{name}: {note}."
 
 
 def _refs(raw: bytes) -> Iterator[str]:

@@ -36,6 +36,7 @@ from memprobe_engine.events.checksum import unseal
 from memprobe_engine.events.header import EVENTS_FILE, RecordingHeader, read_header
 from memprobe_engine.events.index import LineIndex, extend_index
 from memprobe_engine.events.payloads import JSONValue, PayloadReader
+from memprobe_engine.events.run import INTERRUPTED_BY_CRASH
 from memprobe_engine.events.union import AnyEvent, parse_event
 from memprobe_engine.events.upgrade import upgrade_event
 
@@ -63,6 +64,8 @@ class DamageReport:
     tail_bytes: int = 0
     bad_lines: dict[int, str] = field(default_factory=dict)
     unclosed_spans: list[str] = field(default_factory=list)
+    #: Spans a resumed run closed because an earlier session was killed first: named, not damage.
+    interrupted_spans: list[str] = field(default_factory=list)
     payload_problems: dict[str, str] = field(default_factory=dict)
     payload_tail_bytes: int = 0
 
@@ -75,6 +78,13 @@ class DamageReport:
         """Problems found: torn tails count one each, then every bad line, open span and payload."""
         return (bool(self.tail_bytes) + len(self.bad_lines) + len(self.unclosed_spans) +
                 len(self.payload_problems) + bool(self.payload_tail_bytes))
+
+    def interrupted_note(self) -> str | None:
+        """One line naming the spans closed on resume (None when there are none)."""
+        if not self.interrupted_spans:
+            return None
+        return (f"{len(self.interrupted_spans)} span(s) {INTERRUPTED_BY_CRASH}, closed when the run resumed "
+                f"(not damage)")
 
     def first_lines(self, n: int = 3) -> list[int]:
         return sorted(self.bad_lines)[:n]

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
 from memprobe_engine.events.base import EventBase
-from memprobe_engine.events.run import SpanBegin, SpanEnd
+from memprobe_engine.events.run import INTERRUPTED_BY_CRASH, SpanBegin, SpanEnd
 from memprobe_engine.events.writer import EventWriter
 
 E = TypeVar("E", bound=EventBase)
@@ -126,6 +126,39 @@ class Recorder:
         # never exited (its task was cancelled first), and the end must close *this* span.
         return SpanEnd(status=status, error=error, span_id=pos.span_id, parent_span_id=pos.parent_span_id,
                        unit=pos.unit, user_id=pos.user_id, system=pos.system, dimension=pos.dimension)
+
+    def close_spans_of_a_crash(self) -> list[str]:
+        """End every span an earlier session of this recording opened and never closed (it was
+        killed) as ``interrupted``, innermost first; returns their ids. The run lifecycle calls it
+        when it continues a recording, before its ``run_start``, so a resumed recording is intact."""
+        from memprobe_engine.events.reader import open_recording
+        from memprobe_engine.events.spans import SpanTree
+
+        if self.writer is None or self.writer.next_seq == 0:
+            return []
+        tree, begins = SpanTree(), dict[str, dict[str, Any]]()
+        with open_recording(self.writer.directory) as reader:
+            for line, data in reader.iter_dicts(["span_begin", "span_end"]):
+                span_id, parent = data.get("span_id"), data.get("parent_span_id")
+                if not isinstance(span_id, str):
+                    continue
+                if data["kind"] == "span_begin":
+                    tree.begin(span_id, parent if isinstance(parent, str) else None, line)
+                    begins.setdefault(span_id, data)
+                else:
+                    tree.end(span_id)
+        left_open = tree.unclosed()
+        for span_id in reversed(left_open):
+            begun = begins[span_id]
+
+            def text(name: str) -> str | None:
+                value = begun.get(name)
+                return value if isinstance(value, str) else None
+
+            self.writer.write(SpanEnd(status="interrupted", error=INTERRUPTED_BY_CRASH, span_id=span_id,
+                                      parent_span_id=text("parent_span_id"), user_id=text("user_id"),
+                                      system=text("system"), dimension=text("dimension")))
+        return left_open
 
     def close_open_spans(self, reason: str = "the run ended before this span closed") -> int:
         """End every span still open as ``cancelled``, innermost first; returns how many. Used by the

@@ -6,6 +6,10 @@ from typing import Any, Literal
 
 from memprobe_engine.events.base import EventBase
 
+#: The ``error`` of a span a resumed run closed: the session that opened it was killed (SIGKILL,
+#: power loss) before it could close it. Such a span is a finished fact about the run, not damage.
+INTERRUPTED_BY_CRASH = "interrupted by an earlier crash"
+
 
 class RunStart(EventBase):
     """First event of a run (and of every resumed session of it)."""
@@ -39,10 +43,11 @@ class SpanBegin(EventBase):
 
 
 class SpanEnd(EventBase):
-    """Closes the span named by ``span_id``."""
+    """Closes the span named by ``span_id``. ``interrupted``: closed by a later session of the run
+    because the one that opened it was killed first (``error`` is :data:`INTERRUPTED_BY_CRASH`)."""
 
     kind: Literal["span_end"] = "span_end"
-    status: Literal["ok", "error", "cancelled"] = "ok"
+    status: Literal["ok", "error", "cancelled", "interrupted"] = "ok"
     error: str | None = None
 
 

@@ -104,7 +104,8 @@ async def recorded_run(directory: Path | str, *, header: RecordingHeader | None,
                        recorder_factory: Callable[[EventWriter], Recorder] = Recorder) -> AsyncIterator[RecordedRun]:
     """Open (or continue) a recording and run its lifecycle; see the module docstring.
 
-    ``resumed`` defaults to whether the recording already held events. ``scrub`` removes secrets
+    ``resumed`` defaults to whether the recording already held events. Continuing a recording first
+    closes the spans an earlier, killed session left open (``interrupted``, not damage). ``scrub`` removes secrets
     from the failure reason written to ``run_end`` and the ``error`` event. ``cancel_strays=False``
     leaves other tasks alone: for a run inside someone else's event loop (the TUI's re-score).
     """
@@ -112,6 +113,8 @@ async def recorded_run(directory: Path | str, *, header: RecordingHeader | None,
     recorder = recorder_factory(writer)
     run = RecordedRun(writer=writer, recorder=recorder, scrub=scrub)
     was_resumed = writer.next_seq > 0 if resumed is None else resumed
+    if header is None:
+        recorder.close_spans_of_a_crash()  # an earlier session killed mid-span: closed as interrupted
     task = asyncio.current_task()
     before = asyncio.all_tasks()
     loop = asyncio.get_running_loop()

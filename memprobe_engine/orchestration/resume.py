@@ -99,10 +99,6 @@ class ResumeState:
     completed_units: set[UnitKey] = field(default_factory=set)
     responses: dict[str, ChatResult] = field(default_factory=dict)
 
-    @property
-    def resumed(self) -> bool:
-        return bool(self.completed_units or self.responses)
-
 
 def _add_responses(state: ResumeState, event: AnyEvent, payloads: PayloadReader) -> None:
     """Every round of a repaired (or excluded) call, so a resumed call repairs exactly as the

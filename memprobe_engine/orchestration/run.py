@@ -78,8 +78,7 @@ async def run_protocol(protocol: BenchmarkProtocol[UnitT], record: Path, *, llm_
              if protocol.unit_key(unit) not in state.completed_units]
     run_id = f"{protocol.suite}-" + dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     header = None if (record / HEADER_FILE).exists() else new_header(run_id, protocol.suite, config)
-    async with recorded_run(record, header=header, suite=protocol.suite, signals=signals,
-                            resumed=state.resumed) as run:
+    async with recorded_run(record, header=header, suite=protocol.suite, signals=signals) as run:
         chat = ChatClient(llm_config, recorder=run.recorder, cache=RecordedResponses(state.responses, cache),
                           backend_factory=backend_factory)
         run.scrub = chat.scrub

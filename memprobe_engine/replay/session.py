@@ -39,7 +39,7 @@ class Damage:
         return not self.tail_bytes and not self.bad_lines
 
     def message(self, events_path: Path, live: bool) -> str | None:
-        """One sentence for a banner, or None when nothing is missing."""
+        """One sentence for a banner, or None when nothing is missing (and no span was interrupted)."""
         if self.report is not None and not self.report.clean:
             if live and self.report.count == bool(self.report.tail_bytes) and self.tail_bytes:
                 return (f"{events_path} ends with {self.tail_bytes:,} bytes of a line still being written; "
@@ -54,7 +54,11 @@ class Damage:
             first = min(self.bad_lines)
             parts.append(f"{len(self.bad_lines)} line(s) are not valid events and are skipped "
                          f"(first: line {first + 1}, {self.bad_lines[first]})")
-        return "; ".join(parts) + ". Every complete event is shown." if parts else None
+        if parts:
+            return "; ".join(parts) + ". Every complete event is shown."
+        # Not damage, but worth a line: the run was killed once, and resuming closed these spans.
+        note = self.report.interrupted_note() if self.report is not None else None
+        return f"{note}. Every event is shown." if note else None
 
 
 class ReplaySession:

@@ -22,7 +22,7 @@ import pandas as pd
 from pydantic import BaseModel
 
 from memprobe_engine.events.memory import MemoryFootprint
-from memprobe_engine.events.integrity import check_recording, damage_warning
+from memprobe_engine.events.integrity import check_recording, damage_warning, interrupted_note
 from memprobe_engine.events.reader import RecordingReader, open_recording
 from memprobe_engine.events.recovery import EpisodeEnd, PreferenceJudgment
 from memprobe_engine.events.run import SpanBegin
@@ -64,6 +64,8 @@ class ReportFrames:
     #: Systems whose rollouts were fixed dialogues (``memprobe run --dialogues``) → "fixed dialogues
     #: from …": their A, C and D are not applicable.
     fixed: dict[str, str] = field(default_factory=dict)
+    #: What loading names without warning about it (spans closed when a killed run resumed).
+    notes: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, pd.DataFrame]:
         """The frames by export name (``scores``, ``episodes``, …)."""
@@ -83,6 +85,7 @@ class _RecordingRows:
         self.footprints: dict[Pair, dict[str, Any]] = {}
         self.unscoped = 0
         self.damage_note: str | None = None
+        self.interrupted_note: str | None = None
         self.unit_of: dict[Pair, int] = {}
         self.rollout_unit: dict[Pair, int | None] = {}
         self.fixed: str | None = None
@@ -164,7 +167,9 @@ def _read(path: Path) -> _RecordingRows:
         for event in _outcome_events(reader):
             rows.add(event)
         # The same whole-recording check as `recording verify`, the TUI banner and the browser.
-        rows.damage_note = damage_warning(str(path), check_recording(reader))
+        checked = check_recording(reader)
+        rows.damage_note = damage_warning(str(path), checked)
+        rows.interrupted_note = interrupted_note(str(path), checked)
     return rows
 
 
@@ -178,6 +183,7 @@ def load_frames(recordings: Sequence[Path]) -> ReportFrames:
     """Read the protocol-A outcomes of ``recordings`` into frames (later recordings win on overlap)."""
     loaded = [_read(Path(path)) for path in recordings]
     warnings: list[str] = []
+    notes: list[str] = []
     owner: dict[Pair, int] = {}
     for index, rows in enumerate(loaded):
         for pair in sorted(rows.pairs()):
@@ -187,6 +193,8 @@ def load_frames(recordings: Sequence[Path]) -> ReportFrames:
             owner[pair] = index
         if rows.damage_note:
             warnings.append(rows.damage_note)
+        if rows.interrupted_note:
+            notes.append(rows.interrupted_note)
         if unscoped := rows.unscoped + rows.outcomes.unscoped:
             warnings.append(f"{rows.name}: {unscoped} outcome events name no system, user or dimension; "
                             f"they are left out.")
@@ -206,5 +214,5 @@ def load_frames(recordings: Sequence[Path]) -> ReportFrames:
                           FOOTPRINT_SCHEMA, ["system", "user_id"]),
         attribution=_frame([row for rows, keep in zip(loaded, keeps) for row in rows.attribution_rows(keep)],
                            ATTRIBUTION_SCHEMA, ["system", "user_id", "mode", "dimension"]),
-        warnings=warnings,
+        warnings=warnings, notes=notes,
         fixed={system: rows.fixed for rows, keep in zip(loaded, keeps) if rows.fixed for system, _ in keep})

@@ -11,7 +11,7 @@ from memprobe_tui.widgets.table_fill import fill_table
 
 #: Short forms for the columns one reads at 80 columns.
 EXPECTED_ABBREV = {"should_update": "update", "should_preserve": "preserve"}
-_STATUS_STYLE = {"ok": "green", "error": "bold red", "cancelled": "red"}
+_STATUS_STYLE = {"ok": "green", "error": "bold red", "cancelled": "red", "interrupted": "yellow"}
 
 
 def probe_cell(cell: ScoreCell | None) -> Text:

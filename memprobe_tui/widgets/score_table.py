@@ -11,7 +11,7 @@ from memprobe_tui.widgets.table_search import SearchableTable
 
 COLUMNS = ("System", "User", "Status", "B full", "B top-k", "A %", "C", "D", "Items", "Chars")
 _STATUS_STYLE = {"ok": "green", "running": "yellow", "pending": "dim", "error": "bold red", "cancelled": "red",
-                "stopped": "red"}
+                "stopped": "red", "interrupted": "yellow"}
 ALL_USERS = "*"
 
 

@@ -24,6 +24,7 @@ from memprobe_engine.events.reader import open_recording
 from memprobe_engine.orchestration.lifecycle import recorded_run
 from memprobe_engine.llm.types import ChatRequest, ChatResult
 from memprobe_engine.recovery.runner import run_recovery
+from tests.doubles import read_events
 from tests.functional.recovery_oracle import RecoveryOracle, plan_for
 from tests.functional.test_recovery_run import config, dims, plan
 
@@ -208,3 +209,45 @@ def test_sigterm_and_ctrl_c_on_memprobe_run_exit_143_and_130_with_the_resume_lin
     assert "Traceback" not in err.decode() + out.decode()
     [(ended, reason)] = _ends(record)
     assert ended == "interrupted" and (reason == "SIGTERM" or signum == signal.SIGINT)
+
+
+@pytest.mark.parametrize("killed_after,count,delay", [(b'"kind":"llm_call"', 20, "0.05"),
+                                                     (b'"kind":"span_begin"', 3, "30")])
+def test_sigkill_then_resume_closes_the_killed_spans_as_interrupted_and_verify_and_report_see_no_damage(
+        tmp_path: Path, killed_after: bytes, count: int, delay: str) -> None:
+    """Killed after 20 answers, or before the first (every call waits 30 s): the resume still says
+    ``resumed: true`` and closes what the killed session left open."""
+    chosen = dims(3)
+    script = tmp_path / "run.py"
+    script.write_text(SIGTERM_SCRIPT)
+    record = tmp_path / "rec"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen([sys.executable, str(script), str(record), ",".join(chosen), delay], env=env)
+    deadline = time.time() + 90
+    while time.time() < deadline:
+        events = record / "events.jsonl"
+        if events.exists() and events.read_bytes().count(killed_after) >= count:
+            break
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)  # no handler runs: spans stay open, no run_end
+    proc.wait(timeout=60)
+    with open_recording(record) as reader:
+        left_open = check_recording(reader).unclosed_spans
+    assert left_open, "the kill left no span open; nothing to test"
+
+    subprocess.run([sys.executable, str(script), str(record), ",".join(chosen), "0"], env=env, check=True)
+    run_starts = [e["resumed"] for e in read_events(record, "run_start")]
+    assert run_starts == [False, True]
+    closed = [e for e in read_events(record, "span_end") if e["status"] == "interrupted"]
+    assert sorted(e["span_id"] for e in closed) == sorted(left_open)
+    assert all(e["error"] == "interrupted by an earlier crash" for e in closed)
+
+    cli = {**os.environ, "NO_COLOR": "1", "COLUMNS": "300"}
+    verify = subprocess.run([MEMPROBE, "recording", "verify", str(record)], capture_output=True, text=True, env=cli)
+    assert verify.returncode == 0, verify.stdout + verify.stderr
+    assert f"{len(left_open)} span(s) interrupted by an earlier crash, closed when the run resumed" in verify.stdout
+    assert left_open[0] in verify.stdout
+    report = subprocess.run([MEMPROBE, "report", str(record)], capture_output=True, text=True, env=cli)
+    assert report.returncode == 0, report.stderr
+    assert "damaged" not in report.stderr and "never closed" not in report.stderr, report.stderr
+    assert "interrupted by an earlier crash" in report.stderr
