@@ -7,6 +7,11 @@ get a per-input prefix (``a/``, ``b/``, …) to stay unique, and the fields that
 event by sequence number are moved to the new numbers. Which fields point where is declared on the
 event models (``SeqRef`` / ``SpanRef`` in ``events/base.py``), read here through ``POINTERS_OF_KIND``. Payloads are
 content-addressed, so copying them keeps every payload reference valid.
+
+The inputs must be one whole run: every shard ``I/N`` of one ``N``, each once. A shard given twice
+(every unit twice), shards of different counts (or a shard with the full run, ``0/1``) and a
+missing shard are refused, naming the inputs; ``--allow-incomplete`` merges a run with shards
+missing and notes them in the merged header (``config["missing_shards"]``).
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ from memprobe_engine.events.union import POINTERS_OF_KIND
 from memprobe_engine.events.writer import EventWriter, open_writer
 
 #: Config keys that legitimately differ between shards of one run.
-SHARD_KEYS = frozenset({"shard", "fingerprint", "merged_from"})
+SHARD_KEYS = frozenset({"shard", "fingerprint", "merged_from", "missing_shards"})
 #: The envelope's pointers, for a line whose kind this MemProbe does not know.
 _ENVELOPE_POINTERS = pointer_fields(EventBase)
 _MISSING = object()
@@ -46,6 +51,7 @@ class MergeResult:
     events: int = 0
     payloads: int = 0
     skipped: dict[str, int] = field(default_factory=dict)
+    missing_shards: list[str] = field(default_factory=list)
 
 
 def span_prefix(index: int) -> str:
@@ -73,6 +79,48 @@ def check_compatible(inputs: Sequence[Path], headers: Sequence[RecordingHeader])
                     f"{path} differs from {first} in config key {key!r} ({shown[1]} vs {shown[0]}); only "
                     f"{', '.join(sorted(SHARD_KEYS - {'merged_from'}))} may differ between shards of one run. "
                     f"Merge only shards run with the same configuration.")
+
+
+def _shard_of(path: Path, header: RecordingHeader) -> tuple[int, int]:
+    """(I, N) from the header's ``shard`` ("I/N"); a recording without one is the whole run, 0/1."""
+    value = header.config.get("shard", "0/1")
+    try:
+        index, count = (int(part) for part in str(value).split("/"))
+    except ValueError:
+        raise RecordingError(f"{path}: its header names shard {value!r}, not I/N; it was not written by "
+                             f"`memprobe run --shard`. Merge only shard recordings of one run.") from None
+    if not 0 <= index < count:
+        raise RecordingError(f"{path}: its header names shard {value!r}, outside 0..{count - 1}. Merge only shard "
+                             f"recordings written by `memprobe run --shard`.")
+    return index, count
+
+
+def check_shard_set(inputs: Sequence[Path], headers: Sequence[RecordingHeader], *,
+                    allow_incomplete: bool = False) -> list[str]:
+    """RecordingError when ``inputs`` are not every shard of one run once; returns the missing
+    shards (``"I/N"``) that ``allow_incomplete`` lets through."""
+    shards = [_shard_of(path, header) for path, header in zip(inputs, headers)]
+
+    def named(chosen: Sequence[int]) -> str:
+        return ", ".join(f"{inputs[i]} (shard {shards[i][0]}/{shards[i][1]})" for i in chosen)
+
+    counts = sorted({count for _, count in shards})
+    if len(counts) > 1:
+        raise RecordingError(f"these recordings are shards of different counts ({' vs '.join(map(str, counts))}; "
+                             f"0/1 is a whole run): {named(range(len(inputs)))}. Merge the shards of one "
+                             f"--shard I/N split only.")
+    seen: dict[int, int] = {}
+    for position, (index, _) in enumerate(shards):
+        if index in seen:
+            raise RecordingError(f"shard {index}/{counts[0]} is given twice: {named([seen[index], position])}; "
+                                 f"every unit of it would be merged twice. Pass each shard once.")
+        seen[index] = position
+    missing = [f"{index}/{counts[0]}" for index in range(counts[0]) if index not in seen]
+    if missing and not allow_incomplete:
+        raise RecordingError(f"shard(s) {', '.join(missing)} missing: given only {named(range(len(inputs)))}. "
+                             f"Pass every shard of the run, or --allow-incomplete to merge a partial run (the "
+                             f"merged header then lists the missing shards).")
+    return missing
 
 
 def _copy_payloads(source: Path, writer: EventWriter) -> int:
@@ -114,10 +162,11 @@ def _copy_events(reader: RecordingReader, prefix: str, writer: EventWriter) -> t
     return copied, skipped
 
 
-def merge_recordings(out: Path, inputs: Sequence[Path],
-                     progress: Callable[[str], None] | None = None) -> MergeResult:
+def merge_recordings(out: Path, inputs: Sequence[Path], progress: Callable[[str], None] | None = None, *,
+                     allow_incomplete: bool = False) -> MergeResult:
     """Write the merge of ``inputs`` into the new recording ``out`` (removed again if the merge fails);
-    ``progress`` hears of each input once it is copied."""
+    ``progress`` hears of each input once it is copied; ``allow_incomplete`` lets shards be missing
+    (see the module docstring)."""
     out, inputs = Path(out), [Path(p) for p in inputs]
     if not inputs:
         raise RecordingError("merge needs at least one input recording.")
@@ -129,10 +178,13 @@ def merge_recordings(out: Path, inputs: Sequence[Path],
     with contextlib.ExitStack() as stack:
         readers = [stack.enter_context(open_recording(p)) for p in inputs]
         check_compatible(inputs, [r.header for r in readers])
+        missing = check_shard_set(inputs, [r.header for r in readers], allow_incomplete=allow_incomplete)
+        result.missing_shards = missing
         first = readers[0].header
         header = first.model_copy(update={
             "schema_version": SCHEMA_VERSION, "created": time.time(),
-            "config": {**first.config, "merged_from": [str(p) for p in inputs]}})
+            "config": {**first.config, "merged_from": [str(p) for p in inputs],
+                       **({"missing_shards": missing} if missing else {})}})
         try:
             with open_writer(out, header) as writer:
                 for index, (path, reader) in enumerate(zip(inputs, readers)):
@@ -152,15 +204,22 @@ def merge_recordings(out: Path, inputs: Sequence[Path],
 def merge(
     out: Annotated[Path, typer.Argument(help="New recording folder to create.")],
     inputs: Annotated[list[Path], typer.Argument(help="Shard recordings of one run, in order.")],
+    allow_incomplete: Annotated[bool, typer.Option("--allow-incomplete", help="Merge even when shards are missing "
+                                                   "(the merged header lists them).")] = False,
 ) -> None:
     """Join shard recordings of one run into one new recording (events re-sequenced, span ids kept unique)."""
     from memprobe_engine.orchestration.progress import CommandProgress
 
     with CommandProgress("merge", unit="recordings", total=len(inputs)) as progress:
-        result = merge_recordings(out, inputs, progress=lambda note: progress.advance(note=note))
+        result = merge_recordings(out, inputs, progress=lambda note: progress.advance(note=note),
+                                  allow_incomplete=allow_incomplete)
     console = Console(highlight=False)
     console.print(f"merged {result.events:,} events and {result.payloads:,} payloads from {len(inputs)} "
                   f"recordings into {result.out}")
+    if result.missing_shards:
+        Console(stderr=True, highlight=False).print(
+            f"[yellow]warning:[/] shard(s) {', '.join(result.missing_shards)} missing; the merged recording is "
+            f"a partial run (its header lists them).", markup=True, soft_wrap=True)
     for path, count in result.skipped.items():
         Console(stderr=True, highlight=False).print(
             f"[yellow]warning:[/] {path}: {count} damaged line(s) skipped (see `memprobe recording verify {path}`).",

@@ -11,7 +11,10 @@ differ from a pooled one.
 from __future__ import annotations
 
 import math
+import os
 import statistics
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -371,3 +374,41 @@ def test_paper_scale_tables_fit_100_columns() -> None:
     assert max(len(line) for line in lines) <= WIDTH
     assert not any("…" in line for line in lines)
     assert any("Self-model" in line and "Episodic" in line for line in lines)
+
+
+def _memprobe_merge(*args: Path | str) -> subprocess.CompletedProcess[str]:
+    """`memprobe merge` as a user runs it: the exit status and the lines it prints."""
+    memprobe = Path(sys.executable).with_name("memprobe")
+    return subprocess.run([str(memprobe), "merge", *map(str, args)], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "NO_COLOR": "1", "COLUMNS": "400"})
+
+
+@pytest.mark.parametrize("case", ["same_shard_twice", "shard_with_the_full_run", "different_counts",
+                                  "one_shard_of_two", "different_config"])
+def test_merge_refuses_a_bad_shard_set_with_exit_2_naming_the_shards(shards: list[Path], tmp_path: Path,
+                                                                     case: str) -> None:
+    inputs, named, said = {
+        "same_shard_twice": ([shards[0], shards[0]], [shards[0]], "given twice"),
+        "shard_with_the_full_run": ([shards[0], build_shard(tmp_path / "full", "u2", "0/1")],
+                                    [shards[0], tmp_path / "full"], "different counts"),
+        "different_counts": ([shards[0], build_shard(tmp_path / "third", "u2", "1/3")],
+                             [shards[0], tmp_path / "third"], "different counts"),
+        "one_shard_of_two": ([shards[0]], [shards[0]], "1/2 missing"),
+        "different_config": ([shards[0], build_shard(tmp_path / "seed1", "u2", "1/2", seed=1)],
+                             [shards[0], tmp_path / "seed1"], "config key 'seed'"),
+    }[case]
+    done = _memprobe_merge(tmp_path / "merged", *inputs)
+    assert done.returncode == 2, done.stdout + done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and said in lines[0] and "Traceback" not in done.stderr, done.stderr
+    assert all(str(path) in lines[0] for path in named), lines[0]
+    assert not (tmp_path / "merged").exists()
+
+
+def test_merge_allow_incomplete_merges_one_shard_of_two_and_notes_the_missing_one(shards: list[Path],
+                                                                                  tmp_path: Path) -> None:
+    done = _memprobe_merge(tmp_path / "merged", shards[0], "--allow-incomplete")
+    assert done.returncode == 0, done.stderr
+    assert "shard(s) 1/2 missing" in done.stderr
+    with open_recording(tmp_path / "merged") as reader:
+        assert reader.header.config["missing_shards"] == ["1/2"]
