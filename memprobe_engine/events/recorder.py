@@ -156,7 +156,7 @@ class Recorder:
                 return value if isinstance(value, str) else None
 
             self.writer.write(SpanEnd(status="interrupted", error=INTERRUPTED_BY_CRASH, span_id=span_id,
-                                      parent_span_id=text("parent_span_id"), user_id=text("user_id"),
+                                      parent_span_id=text("parent_span_id"), unit=text("unit"), user_id=text("user_id"),
                                       system=text("system"), dimension=text("dimension")))
         return left_open
 
