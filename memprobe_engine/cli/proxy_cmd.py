@@ -21,11 +21,14 @@ import os
 import signal
 import sys
 from pathlib import Path
-from typing import Annotated, Any, Literal, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Optional
 
 import typer
 
 from memprobe_engine.errors import ConfigError
+
+if TYPE_CHECKING:
+    from memprobe_engine.llm.config import LLMConfig
 
 
 def proxy(
@@ -49,7 +52,7 @@ def proxy(
     asyncio.run(_serve(record, llm_config, embeddings, port, no_cache))
 
 
-async def _serve(record: Path, llm_config: Any, embedding_spec: str, port: int, no_cache: bool) -> None:
+async def _serve(record: Path, llm_config: LLMConfig, embedding_spec: str, port: int, no_cache: bool) -> None:
     from memprobe_engine.events.header import HEADER_FILE, new_header
     from memprobe_engine.events.recorder import Recorder
     from memprobe_engine.events.run import RunEnd, RunStart

@@ -32,7 +32,7 @@ import itertools
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator
 from dataclasses import dataclass
-from typing import Any, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Self, TypeVar, cast
 
 import numpy as np
 
@@ -52,6 +52,9 @@ from memprobe_engine.llm.proxy_openai import (
     plan_chat,
     usage_chunk,
 )
+
+if TYPE_CHECKING:
+    from memprobe_engine.llm.embeddings import TextEmbedder
 
 T = TypeVar("T")
 #: Tokens handed to libraries start with this, so a stray real key is never taken for one.
@@ -84,7 +87,8 @@ class RecordingProxy:
     between recordings).
     """
 
-    def __init__(self, chat: ChatClient, embedder: Any = None, *, open_keys: bool = False,
+    def __init__(self, chat: ChatClient, embedder: TextEmbedder | Callable[[], TextEmbedder] | None = None, *,
+                 open_keys: bool = False,
                  default_role: str = "memory_writer", port: int = 0,
                  on_new_key: Callable[[str], contextvars.Context] | None = None, key_salt: str = "") -> None:
         self._key_salt = key_salt
@@ -285,12 +289,14 @@ class RecordingProxy:
         return HTTPResponse.json(200, {"object": "list", "data": data, "model": str(body.get("model") or ""),
                                        "usage": {"prompt_tokens": n_tokens, "total_tokens": n_tokens}})
 
-    def _get_embedder(self) -> Any:
+    def _get_embedder(self) -> TextEmbedder:
+        """The embedder, created on first use when the proxy was given a factory (``memprobe proxy``
+        starts no embedding model for a harness that never embeds)."""
         if self._embedder is None:
             raise BadRequest("this proxy was started without an embedder; embeddings are not served")
         if callable(self._embedder) and not hasattr(self._embedder, "embed"):
             self._embedder = self._embedder()
-        return self._embedder
+        return cast("TextEmbedder", self._embedder)
 
 
 async def _one_shot_stream(plan: ChatPlan, request_hash: str, message: dict[str, Any], finish: str,
@@ -321,7 +327,7 @@ def _error(status: int, message: str, kind: str) -> HTTPResponse:
 _SHARED: dict[tuple[int, int, int], RecordingProxy] = {}
 
 
-async def shared_proxy(chat: ChatClient, embedder: Any) -> RecordingProxy:
+async def shared_proxy(chat: ChatClient, embedder: TextEmbedder) -> RecordingProxy:
     """The started proxy for this (chat client, embedder) on the running loop: adapters of one run
     share one server. :func:`close_shared_proxies` stops them when the run ends."""
     loop = asyncio.get_running_loop()

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from memprobe_engine.llm.config import LLMConfig
 
 
 @dataclass(frozen=True)
@@ -32,7 +35,7 @@ class ResolvedProtocol:
     notes: Sequence[str] = ()
 
 
-def role_setting(llm_config: Any, role: str, *, temperature: float | None, max_tokens: int | None,
+def role_setting(llm_config: LLMConfig, role: str, *, temperature: float | None, max_tokens: int | None,
                  note: str = "") -> RoleSetting:
     """The setting of ``role`` under ``llm_config`` (an :class:`~memprobe_engine.llm.config.LLMConfig`)."""
     spec = llm_config.spec_for(role)

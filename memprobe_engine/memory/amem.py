@@ -127,7 +127,7 @@ class AMem:
         services.require("amem", chat=True, embedder=True)
         self.services = services
         self.store = RecordedStore(services.recorder)
-        self.index = VectorIndex(services.embedder)
+        self.index = VectorIndex(services.text_embedder)
 
     async def reset(self, user_id: str) -> None:
         """Empty the store (one recorded ``reset`` op) and the embeddings."""
@@ -176,7 +176,7 @@ class AMem:
     # -- model calls -----------------------------------------------------------------------------
 
     async def _construct(self, observation: Observation) -> NoteFields | None:
-        outcome = await self.services.chat.chat(
+        outcome = await self.services.chat_client.chat(
             "memory_writer", [ChatMessage(role="system", content=NOTE_SYSTEM),
                               ChatMessage(role="user", content=f"TEXT\n{_clip(observation.text, PROMPT_CHARS)}")],
             params=SamplingParams(temperature=0.0, max_tokens=400), schema=NoteFields)
@@ -196,7 +196,7 @@ class AMem:
         body = (f"NEW NOTE\ncontent: {_clip(str(note['content']), PROMPT_CHARS)}\ncontext: {note['context']}\n"
                 f"keywords: {', '.join(note['keywords'])}\ntags: {', '.join(note['tags'])}\n\n"
                 f"NUMBERED NOTES (0 to {len(neighbours) - 1})\n{listed}")
-        outcome = await self.services.chat.chat(
+        outcome = await self.services.chat_client.chat(
             "memory_writer", [ChatMessage(role="system", content=EVOLVE_SYSTEM),
                               ChatMessage(role="user", content=body)],
             params=SamplingParams(temperature=0.0, max_tokens=900), schema=EvolutionDecision)

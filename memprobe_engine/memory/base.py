@@ -13,7 +13,7 @@ from __future__ import annotations
 import datetime as dt
 import random
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, runtime_checkable
 
 import orjson
 from pydantic import BaseModel
@@ -22,6 +22,10 @@ from memprobe_engine.errors import ConfigError
 from memprobe_engine.events.jsonpatch import make_patch
 from memprobe_engine.events.memory import MemoryFootprint, MemoryOp
 from memprobe_engine.events.recorder import Recorder
+
+if TYPE_CHECKING:
+    from memprobe_engine.llm.client import ChatClient
+    from memprobe_engine.llm.embeddings import TextEmbedder
 
 
 class SimClock:
@@ -43,14 +47,15 @@ class SimClock:
 
 @dataclass
 class MemoryServices:
-    """What the engine hands a memory system. ``chat`` is a ChatClient (role ``memory_writer`` for
-    write-side calls), ``embedder`` an Embedder; typed loosely here to keep this module light."""
+    """What the engine hands a memory system: ``chat`` (role ``memory_writer`` for write-side calls) and
+    ``embedder``, each None when the run has none; ``chat_client`` / ``text_embedder`` give them typed
+    to a system that required them."""
 
     recorder: Recorder
     clock: SimClock
     seed: int = 0
-    chat: Any = None
-    embedder: Any = None
+    chat: ChatClient | None = None
+    embedder: TextEmbedder | None = None
     rng: random.Random = field(init=False)
 
     def __post_init__(self) -> None:
@@ -64,6 +69,22 @@ class MemoryServices:
         if missing:
             raise ConfigError(f"memory system {system!r} needs {' and '.join(missing)}, but the run configured "
                               f"none. Set the models and the embedding spec in the run configuration.")
+
+    @property
+    def chat_client(self) -> ChatClient:
+        """The chat client, for a system that required one in its constructor (``require(chat=True)``)."""
+        if self.chat is None:
+            raise ConfigError("this memory system calls a model, but the run configured no chat client. Set the "
+                              "models in the run configuration.")
+        return self.chat
+
+    @property
+    def text_embedder(self) -> TextEmbedder:
+        """The embedder, for a system that required one in its constructor (``require(embedder=True)``)."""
+        if self.embedder is None:
+            raise ConfigError("this memory system embeds text, but the run configured no embedder. Set the "
+                              "embedding spec in the run configuration.")
+        return self.embedder
 
     def new_id(self, prefix: str = "m") -> str:
         """Deterministic item ids derived from the run's seed."""

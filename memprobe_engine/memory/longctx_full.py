@@ -121,7 +121,7 @@ class LongContextFull:
             self._matrix = rows if self._matrix is None else np.vstack([self._matrix, rows])
 
     async def _embed(self, texts: list[str]) -> npt.NDArray[np.float32]:
-        rows = np.asarray(await self.services.embedder.embed(texts), dtype=np.float32)
+        rows = np.asarray(await self.services.text_embedder.embed(texts), dtype=np.float32)
         if rows.ndim != 2 or rows.shape[0] != len(texts):
             raise ValueError(f"the embedder returned an array of shape {rows.shape} for {len(texts)} "
                              f"texts; expected one row per text")

@@ -107,7 +107,7 @@ class Mem0:
         services.require("mem0", chat=True, embedder=True)
         self.services = services
         self.store = RecordedStore(services.recorder)
-        self.index = VectorIndex(services.embedder)
+        self.index = VectorIndex(services.text_embedder)
         self._recent: list[tuple[str, str]] = []  # (speaker, text) of the current task, oldest first
 
     async def reset(self, user_id: str) -> None:
@@ -149,7 +149,7 @@ class Mem0:
         body = (f"TODAY: {self.services.clock.now().date().isoformat()}\n\n"
                 f"EARLIER MESSAGES (context only)\n{earlier}\n\n"
                 f"NEW USER MESSAGE\n{_clip(observation.text)}")
-        outcome = await self.services.chat.chat(
+        outcome = await self.services.chat_client.chat(
             "memory_writer", [ChatMessage(role="system", content=EXTRACT_SYSTEM),
                               ChatMessage(role="user", content=body)],
             params=SamplingParams(temperature=0.0, max_tokens=600), schema=ExtractedFacts)
@@ -185,7 +185,7 @@ class Mem0:
                              for index, item_id in enumerate(candidates))
         new = "\n".join(f"{index}: {fact}" for index, fact in enumerate(facts))
         body = f"EXISTING MEMORIES\n{memories}\n\nNEW FACTS\n{new}"
-        outcome = await self.services.chat.chat(
+        outcome = await self.services.chat_client.chat(
             "memory_writer", [ChatMessage(role="system", content=UPDATE_SYSTEM),
                               ChatMessage(role="user", content=body)],
             params=SamplingParams(temperature=0.0, max_tokens=1000), schema=UpdatePlan)

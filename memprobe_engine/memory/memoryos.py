@@ -89,9 +89,9 @@ class MemoryOS:
         services.require("memoryos", chat=True, embedder=True)
         self.services = services
         self.store = RecordedStore(services.recorder)
-        self.page_index = VectorIndex(services.embedder)
-        self.segment_index = VectorIndex(services.embedder)
-        self.knowledge_index = VectorIndex(services.embedder)
+        self.page_index = VectorIndex(services.text_embedder)
+        self.segment_index = VectorIndex(services.text_embedder)
+        self.knowledge_index = VectorIndex(services.text_embedder)
         self._short: list[str] = []
         self._pending: Observation | None = None
         self._last_evicted: str | None = None
@@ -344,7 +344,7 @@ class MemoryOS:
         return reply.themes
 
     async def _ask(self, system: str, body: str, schema: type[M], what: str) -> M | None:
-        outcome = await self.services.chat.chat(
+        outcome = await self.services.chat_client.chat(
             "memory_writer", [ChatMessage(role="system", content=system), ChatMessage(role="user", content=body)],
             params=SamplingParams(temperature=0.0, max_tokens=700), schema=schema)
         if outcome.parsed is None:

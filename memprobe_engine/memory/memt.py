@@ -146,7 +146,7 @@ class MemT:
                 query_vector.append((await self._embed([query]))[0])
             return await self._summary_hit(query_vector[0])
 
-        return await react_search(self.services.chat, query, run_tool, self._error, role=READER_ROLE)
+        return await react_search(self.services.chat_client, query, run_tool, self._error, role=READER_ROLE)
 
     async def agent_context(self, query: str, k: int, task_index: int) -> AgentContext:
         """What the release's memt agent shows the assistant: the memory text (without its source
@@ -192,7 +192,7 @@ class MemT:
         turn = str(self.store.get(turn_id)["content"])
         personas = [(str(item["metadata"].get("name") or "User"), str(item["metadata"]["memory_content"]))
                     for item in self.store.items() if item["category"] == "personas"]
-        outcome = await self.services.chat.chat(WRITER_ROLE, formation_messages(self._single_text("summary"),
+        outcome = await self.services.chat_client.chat(WRITER_ROLE, formation_messages(self._single_text("summary"),
                                                                                 personas, turn),
                                                 params=FORMATION_PARAMS)
         calls = self._calls(outcome.text, f"formation for {turn_id}")
@@ -237,7 +237,7 @@ class MemT:
                   "turn_time": self.store.get(item_id)["metadata"].get("turn_time")}
                  for n, item_id in enumerate(neighbours)]
         new = {"type": _KIND[collection], "document": content, "turn_time": turn_time}
-        outcome = await self.services.chat.chat(WRITER_ROLE, update_messages(_KIND[collection], new, shown),
+        outcome = await self.services.chat_client.chat(WRITER_ROLE, update_messages(_KIND[collection], new, shown),
                                                 params=UPDATE_PARAMS)
         for call in self._calls(outcome.text, f"update of a new {_KIND[collection]}"):
             if call.name == "add_item":
@@ -324,7 +324,7 @@ class MemT:
     # -- embeddings and tools ------------------------------------------------------------------
 
     async def _embed(self, texts: list[str]) -> Vector:
-        rows = np.asarray(await self.services.embedder.embed(texts), dtype=np.float32)
+        rows = np.asarray(await self.services.text_embedder.embed(texts), dtype=np.float32)
         if rows.ndim != 2 or rows.shape[0] != len(texts):
             raise ValueError(f"the embedder returned an array of shape {rows.shape} for {len(texts)} texts; "
                              f"expected one row per text")

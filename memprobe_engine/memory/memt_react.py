@@ -15,11 +15,14 @@ import json
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from memprobe_engine.llm.types import ChatMessage, SamplingParams
 from memprobe_engine.memory.base import ScoredItem
 from memprobe_engine.memory.memt_prompts import MAX_TOOL_STEPS, react_messages, shorten, tool_response
+
+if TYPE_CHECKING:
+    from memprobe_engine.llm.client import ChatClient
 
 #: Tool name -> the collection it searches (``None``: takes no query).
 SEARCH_TOOLS: dict[str, str] = {"search_turns": "turns", "search_facts": "facts",
@@ -133,7 +136,7 @@ def describe_hits(call: ToolCall, hits: list[ScoredItem]) -> str:
     return head + ":\n" + "\n".join(lines)
 
 
-async def react_search(chat: Any, query: str, run_tool: RunTool, on_error: OnError, *, role: str = "reader",
+async def react_search(chat: ChatClient, query: str, run_tool: RunTool, on_error: OnError, *, role: str = "reader",
                        max_steps: int = MAX_TOOL_STEPS, params: SamplingParams = REACT_PARAMS) -> ReactResult:
     """Run the loop for ``query``; at most ``max_steps`` policy calls."""
     result = ReactResult()

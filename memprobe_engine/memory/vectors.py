@@ -8,12 +8,15 @@ the store.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 
 from memprobe_engine.llm.embeddings import cosine_top_k
+
+if TYPE_CHECKING:
+    from memprobe_engine.llm.embeddings import TextEmbedder
 
 Matrix = npt.NDArray[np.float32]
 
@@ -25,7 +28,7 @@ class VectorIndex:
     never sees a stale row; embedding goes through the engine's recorded, cached embedder.
     """
 
-    def __init__(self, embedder: Any) -> None:
+    def __init__(self, embedder: TextEmbedder) -> None:
         self._embedder = embedder
         self._ids: list[str] = []
         self._row: dict[str, int] = {}

@@ -27,7 +27,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -37,6 +37,9 @@ from memprobe_engine.llm.embeddings import cosine_top_k
 from memprobe_engine.paradigms.protocol import session_transcript
 from memprobe_engine.paradigms.reader import Evidence
 from memprobe_engine.paradigms.suite import Episode, Session
+
+if TYPE_CHECKING:
+    from memprobe_engine.llm.embeddings import TextEmbedder
 
 INPUT_PROTOCOLS = ("full_context", "naive_rag", "time_aware_rag", "oracle_rag")
 HEURISTICS = ("latest_value", "always_update", "always_preserve", "source_preference")
@@ -75,7 +78,7 @@ def oracle_evidence(sessions: Sequence[Session]) -> Evidence:
 class SessionIndex:
     """Sessions of one episode as retrievable units, embedded once (the embedder caches vectors)."""
 
-    def __init__(self, sessions: Sequence[Session], embedder: Any) -> None:
+    def __init__(self, sessions: Sequence[Session], embedder: TextEmbedder) -> None:
         self.sessions = list(sessions)
         self._embedder = embedder
         self._matrix: npt.NDArray[np.float32] | None = None

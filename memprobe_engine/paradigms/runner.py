@@ -243,7 +243,11 @@ async def _memory_unit(ctx: UnitServices, episode: Episode, system_name: str) ->
 
 async def _reference_unit(ctx: UnitServices, episode: Episode, protocol: str) -> None:
     sessions = ordered_sessions(episode)
-    index_ = SessionIndex(sessions, ctx.embedder) if protocol in ("naive_rag", "time_aware_rag") else None
+    index_ = None
+    if protocol in ("naive_rag", "time_aware_rag"):
+        if ctx.embedder is None:  # needs_embedder() names both, so a run always has one here
+            raise ConfigError(f"{protocol} ranks sessions by embedding, but the run has no embedder.")
+        index_ = SessionIndex(sessions, ctx.embedder)
     for index, probe in enumerate(episode.probes):
         with ctx.recorder.span(f"probe {index}: {probe.probe_type}", "probe", episode_id=episode.episode_id,
                                probe_index=index, probe_type=probe.probe_type):

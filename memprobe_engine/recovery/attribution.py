@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from memprobe_engine.events.recorder import Recorder
 from memprobe_engine.events.scoring import AttributionLabel, AttributionStage
@@ -28,6 +28,9 @@ from memprobe_engine.recovery.prompts import Turn
 from memprobe_engine.recovery.schemas import (OK_THRESHOLD, DisclosureVerdict, ElicitationVerdict,
                                               TaskDesignVerdict)
 from memprobe_engine.recovery.scoring import Mode, TextSink, ask
+
+if TYPE_CHECKING:
+    from memprobe_engine.llm.client import ChatClient
 
 V = TypeVar("V", DisclosureVerdict, ElicitationVerdict)
 
@@ -58,7 +61,7 @@ class Stage0Cache:
         return self._locks.setdefault((user_id, dimension), asyncio.Lock())
 
 
-async def attribute(chat: Any, recorder: Recorder, *, user_id: str, entry: BankEntry, task_text: str,
+async def attribute(chat: ChatClient, recorder: Recorder, *, user_id: str, entry: BankEntry, task_text: str,
                     history: Sequence[Turn], score: float | None, mode: Mode, stage0: Stage0Cache,
                     max_tokens: int | None = 250, on_text: TextSink | None = None,
                     policy: ExclusionPolicy = DEFAULT_POLICY, framing: Framing = DEFAULT_FRAMING) -> str:
@@ -75,7 +78,7 @@ async def attribute(chat: Any, recorder: Recorder, *, user_id: str, entry: BankE
     return label
 
 
-async def _stages(chat: Any, recorder: Recorder, user_id: str, entry: BankEntry, task_text: str,
+async def _stages(chat: ChatClient, recorder: Recorder, user_id: str, entry: BankEntry, task_text: str,
                   history: Sequence[Turn], mode: Mode, stage0: Stage0Cache, params: SamplingParams,
                   on_text: TextSink | None, policy: ExclusionPolicy, framing: Framing) -> str:
     built = prompts_embedded if framing == "embedded" else prompts
@@ -103,7 +106,7 @@ async def _stages(chat: Any, recorder: Recorder, user_id: str, entry: BankEntry,
     return "excluded" if elicitation is None else elicitation.label
 
 
-async def _judged_stage(chat: Any, recorder: Recorder, stage: Literal[1, 2], name: str, messages: list[Any],
+async def _judged_stage(chat: ChatClient, recorder: Recorder, stage: Literal[1, 2], name: str, messages: list[Any],
                         schema: type[V], verdict_of: Callable[[V], tuple[str, str | None]], mode: Mode,
                         params: SamplingParams, on_text: TextSink | None, policy: ExclusionPolicy,
                         paper_default: V | None) -> V | None:
@@ -130,7 +133,7 @@ async def _judged_stage(chat: Any, recorder: Recorder, stage: Literal[1, 2], nam
         return out.parsed  # type: ignore[no-any-return]
 
 
-async def _stage0(chat: Any, recorder: Recorder, user_id: str, entry: BankEntry, task_text: str, mode: Mode,
+async def _stage0(chat: ChatClient, recorder: Recorder, user_id: str, entry: BankEntry, task_text: str, mode: Mode,
                   stage0: Stage0Cache, params: SamplingParams, on_text: TextSink | None,
                   policy: ExclusionPolicy, messages: list[Any]) -> Stage0Verdict | None:
     """The task-design oracle, asked once per (user, dimension); None when its output was unusable."""

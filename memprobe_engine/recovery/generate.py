@@ -13,7 +13,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import orjson
 from pydantic import BaseModel, Field, ValidationError
@@ -25,6 +25,9 @@ from memprobe_engine.llm.types import ChatMessage, SamplingParams
 from memprobe_engine.recovery.input_rules import CATEGORY_DISPLAY, CATEGORY_SLOTS, Category, leak_reason
 from memprobe_engine.recovery.inputs import (BankEntry, DimensionPool, PersonaProfile, Task, UserBank,
                                              UserTasks)
+
+if TYPE_CHECKING:
+    from memprobe_engine.llm.client import ChatClient
 
 _SEEDS: dict[str, list[Any]] = {
     "age": [19, 24, 29, 33, 38, 44, 51, 58, 63, 70, 76],
@@ -63,7 +66,7 @@ class GenerationError(MemProbeError):
     """The model could not produce a valid artifact within the retry budget."""
 
 
-async def generate_user(chat: Any, recorder: Recorder, pool: DimensionPool, user_id: str,
+async def generate_user(chat: ChatClient, recorder: Recorder, pool: DimensionPool, user_id: str,
                         settings: GenerationSettings) -> tuple[PersonaProfile, UserBank, UserTasks]:
     rng = random.Random(f"{settings.seed}:{user_id}")
     with recorder.span(f"generate {user_id}", "user", user_id=user_id):
@@ -74,7 +77,7 @@ async def generate_user(chat: Any, recorder: Recorder, pool: DimensionPool, user
     return profile, bank, UserTasks(user_id=user_id, tasks=tasks)
 
 
-async def _persona(chat: Any, rng: random.Random, settings: GenerationSettings) -> PersonaProfile:
+async def _persona(chat: ChatClient, rng: random.Random, settings: GenerationSettings) -> PersonaProfile:
     hint = f"age {rng.choice(_SEEDS['age'])}, lives in {rng.choice(_SEEDS['region'])}, works as {rng.choice(_SEEDS['work'])}"
     messages = [ChatMessage(role="system", content="You write realistic, specific persona profiles of ordinary "
                             "U.S. residents for a research simulation."),
@@ -90,7 +93,7 @@ async def _persona(chat: Any, rng: random.Random, settings: GenerationSettings) 
     return cast(PersonaProfile, out.parsed)
 
 
-async def _bank(chat: Any, pool: DimensionPool, user_id: str, profile: PersonaProfile,
+async def _bank(chat: ChatClient, pool: DimensionPool, user_id: str, profile: PersonaProfile,
                 settings: GenerationSettings) -> UserBank:
     categories: dict[str, list[dict[str, Any]]] = {}
     for category in Category:
@@ -145,7 +148,7 @@ def _bank_problems(picks: _Picks | None, pool: DimensionPool, category: Category
     return problems
 
 
-async def _task(chat: Any, recorder: Recorder, user_id: str, entry: BankEntry, index: int,
+async def _task(chat: ChatClient, recorder: Recorder, user_id: str, entry: BankEntry, index: int,
                 settings: GenerationSettings) -> Task:
     params = SamplingParams(temperature=settings.temperature, max_tokens=400, seed=settings.seed + index)
     draft_msgs = [ChatMessage(role="system", content="You write the opening request a person sends an AI assistant."),
@@ -183,7 +186,7 @@ async def _task(chat: Any, recorder: Recorder, user_id: str, entry: BankEntry, i
                 revised=revised, pipeline_note="generated; critic rounds recorded as task_verdict events")
 
 
-async def _critic(chat: Any, task: str) -> _CriticVerdict:
+async def _critic(chat: ChatClient, task: str) -> _CriticVerdict:
     """Blind: sees only the task statement, never the hidden fact."""
     messages = [ChatMessage(role="system", content="You review benchmark tasks. A task is 'fishing' if it asks the "
                             "person to state a personal trait, preference or past event directly, or if the statement "
@@ -195,7 +198,7 @@ async def _critic(chat: Any, task: str) -> _CriticVerdict:
     return cast(_CriticVerdict, out.parsed)
 
 
-async def _edit(chat: Any, draft: _TaskDraft, entry: BankEntry, reason: str, params: SamplingParams) -> _TaskDraft:
+async def _edit(chat: ChatClient, draft: _TaskDraft, entry: BankEntry, reason: str, params: SamplingParams) -> _TaskDraft:
     messages = [ChatMessage(role="system", content="You rewrite benchmark tasks so they stay ordinary requests."),
                 ChatMessage(role="user", content=(
                     f"TASK: \"{draft.task}\"\nIt was flagged: {reason}\nHidden fact it must not reveal or ask about "

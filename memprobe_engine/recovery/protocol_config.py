@@ -9,7 +9,7 @@ given on the command line wins over the file; a setting given in neither keeps t
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -18,6 +18,9 @@ from memprobe_engine.llm.config import read_config_file
 from memprobe_engine.llm.spec import first_validation_problem
 from memprobe_engine.recovery.framing import Framing
 from memprobe_engine.recovery.policy import ExclusionPolicy
+
+if TYPE_CHECKING:
+    from memprobe_engine.llm.config import LLMConfig
 
 #: A reply cap in the file: a token count, or 0 for "no cap" (TOML has no null).
 Cap = int
@@ -70,7 +73,7 @@ def merged(flag: Any, table_value: Any, default: Any) -> Any:
     return table_value if table_value is not None else default
 
 
-def recovery_protocol(plan: Any, llm_config: Any) -> Any:
+def recovery_protocol(plan: Any, llm_config: LLMConfig) -> Any:
     """What a protocol-A run of ``plan`` would do, for ``memprobe run --dry-run``: every role with
     its model and sampling, the protocol parameters, and the policy (a
     :class:`~memprobe_engine.llm.resolved.ResolvedProtocol`)."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from memprobe_engine.errors import RecordingError
 from memprobe_engine.events.reader import RecordingReader, open_recording
@@ -31,6 +31,10 @@ from memprobe_engine.recovery.framing import Framing, framing_of
 from memprobe_engine.recovery.policy import ExclusionPolicy, policy_of
 from memprobe_engine.recovery.prompts import Turn
 from memprobe_engine.recovery.scoring import Mode, TextSink, judge, slot_fill
+
+if TYPE_CHECKING:
+    from memprobe_engine.llm.client import ChatClient
+    from memprobe_engine.llm.config import LLMConfig
 
 EventSink = Callable[[Any], None]
 
@@ -190,7 +194,7 @@ async def rescore(record: Path, cases: Iterable[Case], *, chat_factory: Callable
     return results
 
 
-async def _one(chat: Any, recorder: _ObservedRecorder, material: CaseMaterial, context_tokens: int,
+async def _one(chat: ChatClient, recorder: _ObservedRecorder, material: CaseMaterial, context_tokens: int,
                attribution: bool, on_text: TextSink | None, max_tokens: int | None,
                policy: ExclusionPolicy, framing: Framing) -> RescoreResult:
     case = material.case
@@ -217,7 +221,7 @@ async def _one(chat: Any, recorder: _ObservedRecorder, material: CaseMaterial, c
 
 
 async def rescore_dimension(request: RescoreRequest, sink: RescoreSink, *,
-                            llm_config: Any | None = None) -> None:
+                            llm_config: LLMConfig | None = None) -> None:
     """The replay UI's re-run hook (``memprobe_engine.replay.RescoreFunction``): re-score one
     (user, system, dimension) under the requested modes, streaming text, scores and stage verdicts
     into ``sink``. Models come from ``llm_config`` or, by default, the environment

@@ -20,7 +20,7 @@ import asyncio
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memprobe_engine.events.dialogue import Message
 from memprobe_engine.events.memory import Retrieval
@@ -35,6 +35,9 @@ from memprobe_engine.recovery.inputs import BankEntry, SimUser, Task
 from memprobe_engine.recovery.policy import DEFAULT_POLICY, ExclusionPolicy, release_user_text
 from memprobe_engine.recovery.prompts import Turn
 from memprobe_engine.recovery.schemas import InRoleSimulatorReply, PreferenceVerdict, SimulatorReply
+
+if TYPE_CHECKING:
+    from memprobe_engine.llm.client import ChatClient
 
 #: The release's sampling temperatures: assistant replies 0.7, simulated user 0.85, judges 0.
 AGENT_TEMPERATURE = 0.7
@@ -96,7 +99,7 @@ async def agent_context(system: MemorySystem, query: str, k: int, task_index: in
     return AgentContext(hits=await system.search(query, k))
 
 
-async def run_episode(*, chat: Any, recorder: Recorder, system: MemorySystem, user: SimUser, task: Task,
+async def run_episode(*, chat: ChatClient, recorder: Recorder, system: MemorySystem, user: SimUser, task: Task,
                       task_index: int, clock: SimClock, settings: RolloutSettings) -> Episode:
     """One task from the user's opening request to satisfaction or the turn cap."""
     preferences = [e for e in user.bank.entries if e.category == "assistance_preference"]
@@ -185,7 +188,7 @@ async def end_episode(recorder: Recorder, system: MemorySystem, episode: Episode
     return episode
 
 
-async def _judge_preferences(chat: Any, recorder: Recorder, preferences: list[BankEntry], task_text: str,
+async def _judge_preferences(chat: ChatClient, recorder: Recorder, preferences: list[BankEntry], task_text: str,
                              reply: str, task_index: int, turn: int, params: SamplingParams) -> None:
     outcome = await chat.chat("preference_judge", prompts.preference_messages(preferences, task_text, reply),
                               params=params, schema=PreferenceVerdict)

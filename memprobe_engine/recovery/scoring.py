@@ -14,7 +14,7 @@ import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import orjson
 from pydantic import BaseModel
@@ -30,6 +30,9 @@ from memprobe_engine.recovery.framing import DEFAULT_FRAMING, Framing
 from memprobe_engine.recovery.inputs import CATEGORY_GUIDE, BankEntry, PoolDimension, retrieve_query
 from memprobe_engine.recovery.policy import DEFAULT_POLICY, ExclusionPolicy, release_label
 from memprobe_engine.recovery.schemas import JudgeVerdict, SlotFillAnswer
+
+if TYPE_CHECKING:
+    from memprobe_engine.llm.client import ChatClient
 
 Mode = Literal["dump_all", "retrieve"]
 RETRIEVE_K = 5
@@ -52,7 +55,7 @@ TextSink = Callable[[str, str], None]
 """Receives (stage, text piece) as a model generates: the TUI's live re-run view."""
 
 
-async def ask(chat: Any, role: str, messages: list[Any], *, params: SamplingParams, schema: type[BaseModel],
+async def ask(chat: ChatClient, role: str, messages: list[Any], *, params: SamplingParams, schema: type[BaseModel],
               stage: str, on_text: TextSink | None = None) -> Any:
     """One structured call; streamed piece by piece into ``on_text`` when given."""
     if on_text is None:
@@ -79,7 +82,7 @@ async def read_memory(system: MemorySystem, recorder: Recorder, entry: BankEntry
     return [hit.item for hit in hits]
 
 
-async def slot_fill(chat: Any, recorder: Recorder, entry: BankEntry, pool_entry: PoolDimension | None,
+async def slot_fill(chat: ChatClient, recorder: Recorder, entry: BankEntry, pool_entry: PoolDimension | None,
                     memory: list[dict[str, Any]], mode: Mode, *, context_tokens: int,
                     max_tokens: int | None = 200, on_text: TextSink | None = None,
                     policy: ExclusionPolicy = DEFAULT_POLICY, framing: Framing = DEFAULT_FRAMING) -> SlotFill:
@@ -150,7 +153,7 @@ def names_no_trait(label: str, dimension: str = "") -> bool:
                                for w in words)
 
 
-async def judge(chat: Any, recorder: Recorder, entry: BankEntry, fill: SlotFill, *, max_tokens: int | None = 200,
+async def judge(chat: ChatClient, recorder: Recorder, entry: BankEntry, fill: SlotFill, *, max_tokens: int | None = 200,
                 rescore_of: int | None = None, on_text: TextSink | None = None,
                 policy: ExclusionPolicy = DEFAULT_POLICY, framing: Framing = DEFAULT_FRAMING) -> JudgeScore:
     """Score a slot-fill against the hidden target on the five-level rubric (temperature 0)."""
@@ -186,7 +189,7 @@ async def judge(chat: Any, recorder: Recorder, entry: BankEntry, fill: SlotFill,
                                     call_seq=outcome.call_seq, rescore_of=rescore_of))
 
 
-async def score_dimension(chat: Any, recorder: Recorder, system: MemorySystem, entry: BankEntry,
+async def score_dimension(chat: ChatClient, recorder: Recorder, system: MemorySystem, entry: BankEntry,
                           pool_entry: PoolDimension | None, mode: Mode, *, context_tokens: int,
                           max_tokens: int | None = 200, policy: ExclusionPolicy = DEFAULT_POLICY,
                           framing: Framing = DEFAULT_FRAMING) -> DimensionScore:

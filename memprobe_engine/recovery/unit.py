@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memprobe_engine.events.recorder import Recorder
 from memprobe_engine.memory.base import MemoryServices, SimClock, record_footprint
@@ -22,13 +22,17 @@ from memprobe_engine.recovery.inputs import DimensionPool, SimUser, Task
 from memprobe_engine.recovery.rollout import Episode, RolloutSettings, run_episode
 from memprobe_engine.recovery.scoring import Mode, score_dimension
 
+if TYPE_CHECKING:
+    from memprobe_engine.llm.client import ChatClient
+    from memprobe_engine.llm.embeddings import TextEmbedder
+
 
 @dataclass
 class UnitContext:
     """Run-wide services shared by every unit."""
 
-    chat: Any
-    embedder: Any
+    chat: ChatClient
+    embedder: TextEmbedder | None
     recorder: Recorder
     pool: DimensionPool
     settings: RolloutSettings

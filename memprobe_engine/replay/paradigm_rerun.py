@@ -21,7 +21,7 @@ import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from memprobe_engine.errors import RecordingError
 from memprobe_engine.events.paradigms import ProbeAnswer, ProbeScore
@@ -35,6 +35,9 @@ from memprobe_engine.llm.types import ChatMessage, SamplingParams
 from memprobe_engine.paradigms.reader import READER_ROLE, answer_model
 from memprobe_engine.paradigms.scoring import score_probe
 from memprobe_engine.paradigms.suite import Episode, Probe, parse_episode
+
+if TYPE_CHECKING:
+    from memprobe_engine.llm.client import ChatClient
 
 #: Attribute names under which a paradigm run stores the episode payload on the episode span.
 EPISODE_REF_ATTRS: tuple[str, ...] = ("inputs_ref", "episode_ref")
@@ -160,7 +163,7 @@ def gather_probe(reader: RecordingReader, request: ProbeRerunRequest) -> RerunMa
                          original_score_seq=score_seq, messages=messages, params=params)
 
 
-async def _reread(chat: Any, recorder: Recorder, request: ProbeRerunRequest, material: RerunMaterial,
+async def _reread(chat: ChatClient, recorder: Recorder, request: ProbeRerunRequest, material: RerunMaterial,
                   sink: ProbeRerunSink) -> ProbeScore:
     """Inside the rescore span: the streamed reader call, its answer and its score, appended."""
     original = material.original_answer

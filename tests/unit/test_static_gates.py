@@ -1,5 +1,5 @@
 """The static gates run with the test suite (``make test``): ruff, the import contracts and
-``mypy --strict memprobe_engine``. Their configuration is in ``pyproject.toml``.
+``mypy --strict`` over the engine and the TUI. Their configuration is in ``pyproject.toml``.
 
 Each runs as its own process from the virtual environment this test runs in; a gate tool that is
 not installed fails the test (the ``dev`` extra pins them), it is never skipped.
@@ -31,6 +31,6 @@ def test_import_contracts_hold() -> None:
     assert "0 broken" in done.stdout
 
 
-def test_mypy_strict_over_the_engine() -> None:
-    done = _run(sys.executable, "-m", "mypy", "--strict", "memprobe_engine")
+def test_mypy_strict_over_the_engine_and_the_tui() -> None:
+    done = _run(sys.executable, "-m", "mypy", "--strict", "memprobe_engine", "memprobe_tui")
     assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-2000:]

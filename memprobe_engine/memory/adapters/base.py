@@ -237,7 +237,7 @@ class LibraryAdapter:
         """A fresh, empty store for ``user_id`` in its own folder; recorded as one ``reset`` op."""
         if self._proxy is None:
             self._prepare(self._stores_root())
-            self._proxy = await shared_proxy(self.services.chat, self.services.embedder)
+            self._proxy = await shared_proxy(self.services.chat_client, self.services.text_embedder)
             self._token = self._proxy.register(self.name, role=LIBRARY_ROLE)
             self._thread = library_thread(self.name)
         self.user_id = user_id

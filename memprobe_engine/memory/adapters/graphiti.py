@@ -92,7 +92,7 @@ class Graphiti(LibraryAdapter):
         # graphiti runs independent calls together (one per edge to date or resolve, one per batch of
         # node summaries) through semaphore_gather(max_coroutines): allow as many as the engine sends
         # to this role's model at once (the embedded server's slots), so they are decoded together.
-        parallel = max(1, int(self.services.chat.spec_for(LIBRARY_ROLE).concurrency))
+        parallel = max(1, int(self.services.chat_client.spec_for(LIBRARY_ROLE).concurrency))
         self._graphiti = Library(
             graph_driver=driver,
             llm_client=_capped_client(OpenAIGenericClient)(config=llm_config, max_tokens=MAX_TOKENS,
