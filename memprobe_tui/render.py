@@ -11,6 +11,8 @@ from typing import Any
 import orjson
 from rich.text import Text
 
+from memprobe_engine.events.llm import LLMCall
+from memprobe_engine.events.union import AnyEvent
 from memprobe_engine.replay import LLMCallView, describe, detail_lines
 from memprobe_engine.replay.memory_view import item_links
 from memprobe_engine.replay.textdiff import item_changes
@@ -35,28 +37,27 @@ def pretty(value: Any) -> Text:
     return Text(orjson.dumps(value, option=orjson.OPT_INDENT_2).decode())
 
 
-def event_detail(event: Any) -> Lines:
+def event_detail(event: AnyEvent) -> Lines:
     """The full content of one event, the interesting fields first."""
     _, summary = describe(event)
     lines: Lines = [Text(f"{event.kind} · seq {event.seq}", style="bold")]
-    kind = event.kind
-    if kind == "message":
+    if event.kind == "message":
         role = event.role + (f" ({event.feedback_type}{', done' if event.is_done else ''})" if event.feedback_type else "")
         lines += [Text(role, style="bold"), Text(event.content)]
-    elif kind == "retrieval":
+    elif event.kind == "retrieval":
         lines += [field("purpose", event.purpose or "search"), field("query", event.query), field("k", event.k)]
         scores = list(event.scores) + [None] * len(event.item_ids)
         lines += [Text(f"  {i}  {'' if s is None else f'{s:.3f}'}", style="magenta")
                   for i, s in zip(event.item_ids, scores)] or [Text("  (nothing returned)", style="dim")]
         lines.append(Text("m: the store at this step shows these items", style="dim"))
-    elif kind == "memory_op":
+    elif event.kind == "memory_op":
         lines += [field("op", event.op, "green"), field("items", ", ".join(event.item_ids) or "—")]
         if event.note:
             lines.append(field("note", event.note))
         lines.append(heading("patch"))
         lines += [Text(f"{op['op']:<7} {op['path']}", style="green") for op in event.patch]
         lines += [pretty(op["value"]) for op in event.patch if "value" in op and isinstance(op["value"], dict)]
-    elif kind == "llm_call":
+    elif event.kind == "llm_call":
         lines += [Text(summary), field("request", event.request_hash)]
         if (why := cut_off(event)) is not None:
             lines.append(Text(f"⚠ {why}", style="bold yellow"))
@@ -72,10 +73,10 @@ def event_detail(event: Any) -> Lines:
     return lines
 
 
-def cut_off(event: Any) -> str | None:
+def cut_off(event: LLMCall) -> str | None:
     """Why a reply looks cut off by max_tokens, or None: the backend said ``length``, or (when it
     said nothing) the completion used the whole max_tokens budget."""
-    reason = getattr(event, "finish_reason", None)
+    reason = event.finish_reason
     if reason == "length":
         return "cut off by max_tokens (finish reason: length)"
     limit = (event.params or {}).get("max_tokens")

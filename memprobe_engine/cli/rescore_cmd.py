@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Optional
 
 import typer
 from rich.console import Console
@@ -34,7 +34,10 @@ def rescore(
         "(up to 32768), so a large store is read instead of recorded as an overflow.")] = None,
 ) -> None:
     """Re-score recorded cases without re-running the memory system; originals stay untouched."""
+    from memprobe_engine.events.base import EventBase
     from memprobe_engine.events.reader import open_recording
+    from memprobe_engine.events.run import SpanBegin
+    from memprobe_engine.events.scoring import JudgeScore
     from memprobe_engine.llm.cache import ResponseCache
     from memprobe_engine.llm.client import ChatClient
     from memprobe_engine.llm.config import load_llm_config, with_context
@@ -61,11 +64,11 @@ def rescore(
     with CommandProgress("rescore", unit="cases", total=len(cases)) as progress:
         begun = [0]
 
-        def on_event(event: Any) -> None:  # a case starts with its span; say where it is
-            if event.kind == "span_begin" and str(event.name).startswith("rescore "):
+        def on_event(event: EventBase) -> None:  # a case starts with its span; say where it is
+            if isinstance(event, SpanBegin) and event.name.startswith("rescore "):
                 begun[0] += 1
                 progress.hook(f"{event.name} ({event.user_id} × {event.system})", begun[0] - 1, len(cases))
-            elif event.kind == "judge_score":
+            elif isinstance(event, JudgeScore):
                 progress.phase(f"{event.dimension} {event.mode}: new score {event.score}")
 
         progress.phase(f"{len(cases)} case(s) of {recording}; models start on their first call")

@@ -15,7 +15,7 @@ import json
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from memprobe_engine.llm.types import ChatMessage, SamplingParams
 from memprobe_engine.memory.base import ScoredItem

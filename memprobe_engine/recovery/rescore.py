@@ -15,11 +15,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from memprobe_engine.errors import RecordingError
+from memprobe_engine.events.base import EventBase
 from memprobe_engine.events.reader import RecordingReader, open_recording
-from memprobe_engine.events.recorder import Recorder
+from memprobe_engine.events.recorder import E, Recorder
+from memprobe_engine.events.writer import EventWriter
 from memprobe_engine.events.run import SpanBegin
 from memprobe_engine.events.memory import Retrieval
-from memprobe_engine.events.scoring import JudgeScore, SlotFill
+from memprobe_engine.events.scoring import AttributionStage, JudgeScore, SlotFill
 from memprobe_engine.orchestration.lifecycle import recorded_run
 from memprobe_engine.recovery.rescore_contract import RescoreRequest, RescoreSink
 from memprobe_engine.memory.timeline import store_at
@@ -36,7 +38,7 @@ if TYPE_CHECKING:
     from memprobe_engine.llm.client import ChatClient
     from memprobe_engine.llm.config import LLMConfig
 
-EventSink = Callable[[Any], None]
+EventSink = Callable[[EventBase], None]
 
 
 @dataclass(frozen=True)
@@ -79,12 +81,12 @@ class RescoreResult:
 class _ObservedRecorder(Recorder):
     """A recorder that also hands every event it writes to a listener (the TUI's live view)."""
 
-    def __init__(self, writer: Any, listener: EventSink | None) -> None:
+    def __init__(self, writer: EventWriter | None, listener: EventSink | None) -> None:
         super().__init__(writer)
         self._listener = listener
-        self.emitted: list[Any] = []
+        self.emitted: list[EventBase] = []
 
-    def emit(self, event: Any) -> Any:
+    def emit(self, event: E) -> E:
         event = super().emit(event)
         self.emitted.append(event)
         if self._listener is not None:
@@ -235,12 +237,12 @@ async def rescore_dimension(request: RescoreRequest, sink: RescoreSink, *,
     cases = [Case(request.user_id, request.system, request.dimension, cast(Mode, mode)) for mode in request.modes
              if mode in ("dump_all", "retrieve")]
 
-    def on_event(event: Any) -> None:
-        if event.kind == "judge_score":
+    def on_event(event: EventBase) -> None:
+        if isinstance(event, JudgeScore):
             sink.score(event.mode, event.score, event.reason or event.excluded)
-        elif event.kind == "attribution_stage":
+        elif isinstance(event, AttributionStage):
             sink.stage(event.mode, event.stage, event.verdict, event.reason)
-        elif event.kind == "span_begin":
+        elif isinstance(event, SpanBegin):
             sink.note(event.name)
 
     sink.note(f"models: slot_filler {config.spec_for('slot_filler').spec_string()}, "

@@ -20,7 +20,7 @@ import asyncio
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from memprobe_engine.events.dialogue import Message
 from memprobe_engine.events.memory import Retrieval

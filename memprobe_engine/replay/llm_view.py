@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from memprobe_engine.events.llm import LLMCall
 from memprobe_engine.replay.session import ReplaySession
 
 
@@ -23,7 +24,7 @@ class LLMCallView:
     """Everything the inspector shows about a call; ``missing`` names payloads that could not be read."""
 
     seq: int
-    event: Any  # memprobe_engine.events.llm.LLMCall
+    event: LLMCall
     messages: list[ResolvedMessage]
     schema: Any | None
     missing: list[str]

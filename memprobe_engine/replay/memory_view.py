@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from memprobe_engine.events.memory import MemoryOp, MemorySnapshot
 from memprobe_engine.memory.timeline import Items
 from memprobe_engine.replay.session import ReplaySession
 
@@ -114,9 +115,10 @@ def store_note(session: ReplaySession) -> str | None:
 
 
 def item_history(session: ReplaySession, unit: str, system: str, item_id: str,
-                 upto_seq: int | None = None) -> list[Any]:
-    """Every memory op of the store that touched ``item_id`` (up to ``upto_seq``), oldest first."""
-    out = []
+                 upto_seq: int | None = None) -> list[MemoryOp | MemorySnapshot]:
+    """Every memory op of the store that touched ``item_id`` (up to ``upto_seq``), oldest first, with the
+    snapshots (checkpoints) among them."""
+    out: list[MemoryOp | MemorySnapshot] = []
     for seq in session.memory_seqs(unit, system):
         if upto_seq is not None and seq > upto_seq:
             break
@@ -129,6 +131,7 @@ def item_history(session: ReplaySession, unit: str, system: str, item_id: str,
         event = session.event_or_none(line)
         if event is None:
             continue
-        if event.kind == "memory_snapshot" or item_id in getattr(event, "item_ids", []) or event.op == "reset":
+        if event.kind == "memory_snapshot" or (event.kind == "memory_op" and (item_id in event.item_ids
+                                                                               or event.op == "reset")):
             out.append(event)
     return out

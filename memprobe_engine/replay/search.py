@@ -12,6 +12,7 @@ from typing import Any
 
 import orjson
 
+from memprobe_engine.events.union import AnyEvent
 from memprobe_engine.replay.queries import StepRef, step_events
 from memprobe_engine.replay.session import ReplaySession
 
@@ -20,7 +21,7 @@ TEXT_FIELDS: tuple[str, ...] = ("content", "response_text", "note", "query", "la
                                 "verdict", "op", "role", "item_ids", "evidence", "explanation")
 
 
-def event_text(event: Any) -> str:
+def event_text(event: AnyEvent) -> str:
     """The searchable text of one event (its readable fields joined)."""
     parts: list[str] = []
     for name in TEXT_FIELDS:

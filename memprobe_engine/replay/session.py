@@ -18,6 +18,7 @@ from typing import Any
 from memprobe_engine.events.header import RecordingHeader
 from memprobe_engine.events.integrity import QUICK_CHECK_ABOVE, check_recording
 from memprobe_engine.events.reader import DamagedEvent, DamageReport, RecordingReader, open_recording
+from memprobe_engine.events.union import AnyEvent
 from memprobe_engine.memory.timeline import Items, StoreDiff, StoreTimeline, store_diff
 from memprobe_engine.replay.index import Progress, RunIndex, StopFlag, extend_run_index
 
@@ -106,12 +107,12 @@ class ReplaySession:
         return writer_alive(self.directory)
 
     # -- reading (thread-safe) ----------------------------------------------------------------
-    def event(self, line: int) -> Any:
+    def event(self, line: int) -> AnyEvent:
         """The parsed event at ``line``; raises DamagedEvent for a line that is not one."""
         with self._read_lock:
             return self.reader.get(line)
 
-    def event_or_none(self, line: int) -> Any | None:
+    def event_or_none(self, line: int) -> AnyEvent | None:
         try:
             return self.event(line)
         except DamagedEvent:

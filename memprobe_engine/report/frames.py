@@ -27,6 +27,7 @@ from memprobe_engine.events.reader import RecordingReader, open_recording
 from memprobe_engine.events.recovery import EpisodeEnd, PreferenceJudgment
 from memprobe_engine.events.run import SpanBegin
 from memprobe_engine.events.scoring import AttributionLabel, JudgeScore, SlotFill
+from memprobe_engine.events.union import AnyEvent
 from memprobe_engine.recovery.dialogue_source import description as fixed_description
 from memprobe_engine.recovery.outcomes import OutcomeFold
 
@@ -91,7 +92,7 @@ class _RecordingRows:
         self.fixed: str | None = None
 
     # -- reading ---------------------------------------------------------------------------------
-    def add(self, event: Any) -> None:
+    def add(self, event: AnyEvent) -> None:
         """Fold one event into the current state."""
         if isinstance(event, (SpanBegin, SlotFill, JudgeScore, AttributionLabel)):
             if isinstance(event, SpanBegin) and event.span_kind == "unit" and event.system is not None \

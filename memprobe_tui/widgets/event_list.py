@@ -9,6 +9,7 @@ from textual.binding import Binding, BindingType
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
+from memprobe_engine.events.union import AnyEvent
 from memprobe_engine.replay import describe
 
 #: Colour per event tag; theme-independent names so ANSI terminals and NO_COLOR degrade cleanly.
@@ -19,7 +20,7 @@ TAG_STYLES: dict[str, str] = {
 }
 
 
-def event_prompt(event: Any) -> Text:
+def event_prompt(event: AnyEvent) -> Text:
     """`` tag  summary`` with the tag coloured; the summary is cut by the widget's width."""
     tag, summary = describe(event)
     text = Text(no_wrap=True, overflow="ellipsis")
