@@ -26,14 +26,14 @@ def heading(text: str) -> Text:
     return Text(text, style="bold underline")
 
 
-def field(name: str, value: Any, style: str = "") -> Text:
+def field(name: str, value: object, style: str = "") -> Text:
     text = Text()
     text.append(f"{name}: ", style="bold")
     text.append(value if isinstance(value, str) else orjson.dumps(value).decode(), style=style)
     return text
 
 
-def pretty(value: Any) -> Text:
+def pretty(value: object) -> Text:
     return Text(orjson.dumps(value, option=orjson.OPT_INDENT_2).decode())
 
 

@@ -53,7 +53,7 @@ def fmt_score(score: float | None) -> str:
     return f"{score:.2f}".rstrip("0").rstrip(".") if score % 1 else f"{score:.0f}"
 
 
-def _value(value: Any) -> str:
+def _value(value: object) -> str:
     if isinstance(value, dict):
         return ", ".join(f"{k}={_value(v)}" for k, v in value.items() if v not in (None, "", []))
     if isinstance(value, list):

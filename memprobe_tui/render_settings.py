@@ -26,7 +26,7 @@ LABELS: dict[str, str] = {
 }
 
 
-def _value(value: Any) -> str:
+def _value(value: object) -> str:
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
         return f"{', '.join(value)} ({len(value)})" if len(value) > 3 else ", ".join(value)
     if isinstance(value, bool):

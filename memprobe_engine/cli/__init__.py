@@ -39,7 +39,7 @@ class _Commands(TyperGroup):
     """The command group: a KeyboardInterrupt leaves it as :class:`StoppedBySignal`, which typer
     passes on to :func:`main` (it swallows KeyboardInterrupt itself)."""
 
-    def invoke(self, ctx: Any) -> Any:
+    def invoke(self, ctx: Any) -> Any:  # typer's own click Context (a private module)
         try:
             return super().invoke(ctx)
         except KeyboardInterrupt as err:

@@ -7,7 +7,6 @@ each role it uses with that role's sampling settings, and its protocol parameter
 
 from __future__ import annotations
 
-from typing import Any
 
 from rich import box
 from rich.console import Console
@@ -18,7 +17,7 @@ from memprobe_engine.llm.resolved import ResolvedProtocol, RoleSetting, role_set
 __all__ = ["ResolvedProtocol", "RoleSetting", "print_resolved", "role_setting"]
 
 
-def _value(value: Any) -> str:
+def _value(value: object) -> str:
     if value is None:
         return "none"
     if isinstance(value, (list, tuple)):

@@ -21,7 +21,7 @@ def _unescape(token: str) -> str:
     return token.replace("~1", "/").replace("~0", "~")
 
 
-def make_patch(before: Any, after: Any, path: str = "") -> JsonPatch:
+def make_patch(before: object, after: object, path: str = "") -> JsonPatch:
     """Ops that turn ``before`` into ``after`` (``add``/``remove``/``replace`` only)."""
     if isinstance(before, dict) and isinstance(after, dict):
         ops: JsonPatch = []

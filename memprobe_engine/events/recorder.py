@@ -11,7 +11,7 @@ import contextvars
 import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Literal, TypeVar
+from typing import Literal, TypeVar
 
 from memprobe_engine.events.base import EventBase
 from memprobe_engine.events.run import INTERRUPTED_BY_CRASH, SpanBegin, SpanEnd
@@ -69,7 +69,7 @@ class Recorder:
             self.writer.write(event)
         return event
 
-    def put_payload(self, data: Any) -> str | None:
+    def put_payload(self, data: object) -> str | None:
         """Store ``data`` once by hash; returns the reference (None when not recording)."""
         return self.writer.put_payload(data) if self.writer is not None else None
 
@@ -90,7 +90,7 @@ class Recorder:
 
     @contextlib.contextmanager
     def span(self, name: str, span_kind: str, *, unit: str | None = None, user_id: str | None = None,
-             system: str | None = None, dimension: str | None = None, **attrs: Any) -> Iterator[str]:
+             system: str | None = None, dimension: str | None = None, **attrs: object) -> Iterator[str]:
         """Open a span (begin event now, end event on exit, with error status if it raised).
 
         ``unit`` names the unit the enclosed events belong to (a protocol-B episode id); a span that

@@ -95,7 +95,7 @@ class EventWriter:
             self.failed = recording_os_error(self.directory / EVENTS_FILE, err, "append an event")
             raise self.failed from None
 
-    def put_payload(self, data: Any) -> str:
+    def put_payload(self, data: object) -> str:
         return self.payloads.put(data)
 
     def close(self) -> None:

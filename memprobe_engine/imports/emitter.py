@@ -32,7 +32,7 @@ class DictEmitter:
         self._position = SpanPosition()
         self.events = 0
 
-    def put_payload(self, data: Any) -> str:
+    def put_payload(self, data: object) -> str:
         """Store ``data`` once by content hash; returns the ``sha256:`` reference."""
         return self.writer.put_payload(data)
 
@@ -53,7 +53,7 @@ class DictEmitter:
 
     @contextlib.contextmanager
     def span(self, name: str, span_kind: str, *, unit: str | None = None, user_id: str | None = None,
-             system: str | None = None, dimension: str | None = None, **attrs: Any) -> Iterator[str]:
+             system: str | None = None, dimension: str | None = None, **attrs: object) -> Iterator[str]:
         """Open a span: ``span_begin`` now, ``span_end`` (ok, or error with the exception) on exit."""
         outer = self._position
         span_id = self._prefix + str(next(self._ids))

@@ -105,7 +105,7 @@ def _load_specs(data: Path, log: ProblemLog, root: Path) -> tuple[dict[str, Late
     return specs, episodes
 
 
-def _answers(entry: Any) -> list[dict[str, Any]]:
+def _answers(entry: object) -> list[dict[str, Any]]:
     """The answers of one episode entry, in the shapes upstream writes (object with answers, list, one)."""
     if isinstance(entry, dict) and isinstance(entry.get("answers"), list):
         return [a for a in entry["answers"] if isinstance(a, dict)]
@@ -138,7 +138,7 @@ def _system_protocol(system: str) -> str:
     return "memory"
 
 
-def _iter_systems(data: Any) -> Iterator[tuple[str, dict[str, Any]]]:
+def _iter_systems(data: object) -> Iterator[tuple[str, dict[str, Any]]]:
     if not isinstance(data, dict):
         return
     for key, value in data.items():

@@ -65,7 +65,7 @@ class RecoveryStats:
     unmatched_retrieved: int = 0
 
 
-def _number(value: Any) -> float | None:
+def _number(value: object) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
@@ -160,7 +160,7 @@ def _mode(em: DictEmitter, user: ImportedUser, entry: dict[str, Any], files: Mod
             _attribution(em, uid, dim, mode, attribution, files.attribution_rel, oracle, log, stats)
 
 
-def _match_retrieved(retrieved: Any, store: Store | None) -> tuple[list[tuple[str, float | None]], list[Any]]:
+def _match_retrieved(retrieved: object, store: Store | None) -> tuple[list[tuple[str, float | None]], list[Any]]:
     """(item id, score) per retrieved memory, best first, and the memories that match no item."""
     hits: list[tuple[str, float | None]] = []
     unmatched: list[Any] = []
@@ -235,8 +235,8 @@ def _attribution(em: DictEmitter, uid: str, dim: str, mode: str, detail: dict[st
                 user_id=uid)
 
 
-def _stage(em: DictEmitter, number: int, mode: str, source: str, *, verdict: str, evidence: Any = None,
-           reason: Any = None, cached: bool = False) -> None:
+def _stage(em: DictEmitter, number: int, mode: str, source: str, *, verdict: str, evidence: object = None,
+           reason: object = None, cached: bool = False) -> None:
     with em.span(STAGE_NAMES[number], "stage", stage=number, mode=mode, source=source):
         em.emit("attribution_stage", mode=mode, stage=number, verdict=verdict,
                 evidence=evidence if isinstance(evidence, str) else None,

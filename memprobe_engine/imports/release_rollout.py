@@ -58,7 +58,7 @@ class RolloutStats:
     memory_items: int = 0
 
 
-def _number(value: Any) -> float | None:
+def _number(value: object) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 

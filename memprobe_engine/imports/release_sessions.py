@@ -85,7 +85,7 @@ class ImportedInputs:
         return {d["name"]: d for dims in self.pool["categories"].values() for d in dims}
 
 
-def _text(value: Any) -> Any:
+def _text(value: object) -> Any:
     """Strings stripped as our models strip them on load; anything else unchanged."""
     return value.strip() if isinstance(value, str) else value
 
@@ -173,7 +173,7 @@ def convert_profile(user_id: str, base: dict[str, Any]) -> dict[str, Any]:
             "communication_style": style or None, "extra": extra}
 
 
-def convert_bank(user_id: str, memory_bank: Any, log: ProblemLog) -> dict[str, Any]:
+def convert_bank(user_id: str, memory_bank: object, log: ProblemLog) -> dict[str, Any]:
     """The release memory bank in ``UserBank`` on-disk form (entries without ``category``)."""
     categories: dict[str, list[dict[str, Any]]] = {c: [] for c in CATEGORIES}
     if not isinstance(memory_bank, dict):
@@ -247,7 +247,7 @@ def convert_inputs(release: Release, log: ProblemLog) -> ImportedInputs:
     return inputs
 
 
-def _dump(path: Path, data: Any) -> None:
+def _dump(path: Path, data: object) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n")
 

@@ -474,7 +474,7 @@ class ChatClient:
                             else RecordedMessage(role=message.role, content=content))
         return recorded
 
-    def _record(self, call: _Call, *, parsed: Any = None, excluded: str | None = None,
+    def _record(self, call: _Call, *, parsed: object = None, excluded: str | None = None,
                 error: str | None = None) -> ChatOutcome:
         latency = time.perf_counter() - call.started
         usage = Usage(prompt_tokens=call.prompt_tokens, completion_tokens=call.completion_tokens,

@@ -56,7 +56,7 @@ class ChatPlan:
     model: str
 
 
-def _text_of(content: Any, where: str) -> str:
+def _text_of(content: object, where: str) -> str:
     if content is None:
         return ""
     if isinstance(content, str):
@@ -75,7 +75,7 @@ def _text_of(content: Any, where: str) -> str:
     raise BadRequest(f"{where}: content must be a string or a list of text parts")
 
 
-def _tool_calls_text(calls: Any) -> str:
+def _tool_calls_text(calls: object) -> str:
     lines = []
     for call in calls if isinstance(calls, list) else []:
         function = call.get("function", {}) if isinstance(call, dict) else {}
@@ -83,7 +83,7 @@ def _tool_calls_text(calls: Any) -> str:
     return "\n".join(lines)
 
 
-def convert_messages(raw: Any) -> list[ChatMessage]:
+def convert_messages(raw: object) -> list[ChatMessage]:
     """OpenAI messages → engine messages (see the module docstring for the mapping)."""
     if not isinstance(raw, list) or not raw:
         raise BadRequest("messages: a non-empty list is required")
@@ -114,7 +114,7 @@ def convert_messages(raw: Any) -> list[ChatMessage]:
     return out
 
 
-def _tool_schema(tools: Any, choice: Any) -> ToolMode | None:
+def _tool_schema(tools: object, choice: object) -> ToolMode | None:
     if not tools or choice == "none":
         return None
     if not isinstance(tools, list):
@@ -179,7 +179,7 @@ def _with_system_addition(messages: list[ChatMessage], addition: str) -> list[Ch
     return [ChatMessage(role="system", content=addition), *messages]
 
 
-def _response_schema(response_format: Any) -> dict[str, Any] | None:
+def _response_schema(response_format: object) -> dict[str, Any] | None:
     if response_format is None:
         return None
     if not isinstance(response_format, dict):
@@ -209,7 +209,7 @@ def _number(body: dict[str, Any], key: str, kind: type[int] | type[float]) -> An
     return kind(value)
 
 
-def plan_chat(body: Any) -> ChatPlan:
+def plan_chat(body: object) -> ChatPlan:
     """Translate an OpenAI ``/v1/chat/completions`` body; BadRequest names the offending field."""
     if not isinstance(body, dict):
         raise BadRequest("the request body must be a JSON object")
@@ -243,7 +243,7 @@ def plan_chat(body: Any) -> ChatPlan:
                     model=str(body.get("model") or ""))
 
 
-def answer_message(plan: ChatPlan, text: str, parsed: Any, request_hash: str) -> tuple[dict[str, Any], str]:
+def answer_message(plan: ChatPlan, text: str, parsed: object, request_hash: str) -> tuple[dict[str, Any], str]:
     """The assistant message and finish reason for the reply ``text`` (``parsed`` when it matched the
     schema). A tool-call reply becomes ``tool_calls`` with arguments re-serialized as JSON text."""
     if plan.tools is not None and isinstance(parsed, dict):
@@ -279,7 +279,7 @@ def usage_chunk(plan: ChatPlan, request_hash: str, usage: tuple[int, int]) -> by
     return b"data: " + orjson.dumps(chunk) + b"\n\n"
 
 
-def embedding_inputs(body: Any) -> list[str]:
+def embedding_inputs(body: object) -> list[str]:
     """The texts of an ``/v1/embeddings`` body; token-id inputs are refused (we embed text)."""
     if not isinstance(body, dict):
         raise BadRequest("the request body must be a JSON object")

@@ -44,7 +44,7 @@ def response_schema(model: type[BaseModel]) -> dict[str, Any]:
     return schema
 
 
-def _tighten(node: Any) -> None:
+def _tighten(node: object) -> None:
     if isinstance(node, dict):
         node.pop("default", None)
         if node.get("type") == "object" and isinstance(node.get("properties"), dict):
@@ -104,7 +104,7 @@ _JSON_TYPES: dict[str, tuple[type, ...]] = {
 }
 
 
-def json_schema_problems(value: Any, schema: Any, root: Any = None, where: str = "") -> list[str]:
+def json_schema_problems(value: object, schema: object, root: object = None, where: str = "") -> list[str]:
     """Problems of ``value`` against the common JSON Schema keywords: ``$ref`` (local), ``anyOf``,
     ``oneOf``, ``allOf``, ``type``, ``enum``, ``const``, ``properties``, ``required``,
     ``additionalProperties``, ``items``, min/max length, items and bounds. Other keywords are not
@@ -154,7 +154,7 @@ def json_schema_problems(value: Any, schema: Any, root: Any = None, where: str =
     return problems
 
 
-def _bounds(value: Any, schema: dict[str, Any], at: str) -> list[str]:
+def _bounds(value: object, schema: dict[str, Any], at: str) -> list[str]:
     checks: list[tuple[str, Any, Callable[[Any, Any], bool]]] = []
     if isinstance(value, (str, list)):
         size = len(value)

@@ -354,7 +354,7 @@ class MemoryOS:
         parsed: M = outcome.parsed
         return parsed
 
-    def _set(self, item_id: str, **fields: Any) -> None:
+    def _set(self, item_id: str, **fields: object) -> None:
         item = copy.deepcopy(self.store.get(item_id))
         item.update(fields)
         self.store.update(item_id, item, op="link" if {"pre_page", "next_page", "segments"} & fields.keys()

@@ -175,7 +175,7 @@ class MemT:
         self._counters[collection] += 1
         return f"{_PREFIX[collection]}{self._counters[collection]:04d}"
 
-    def _metadata(self, item_id: str, collection: str, **fields: Any) -> dict[str, Any]:
+    def _metadata(self, item_id: str, collection: str, **fields: object) -> dict[str, Any]:
         return {"id": item_id, "col_name": f"{self._session}_{collection}", "session_id": self._session, **fields}
 
     def _store_turn(self, observation: Observation) -> str:
@@ -262,7 +262,7 @@ class MemT:
                 self._error("MemTUnknownTool", f"update called {call.name!r}, which is not an update tool; skipped")
 
     def _memory_item(self, item_id: str, collection: str, content: str, sources: list[str],
-                     **extra: Any) -> dict[str, Any]:
+                     **extra: object) -> dict[str, Any]:
         """A fact/experience/persona/summary item: the text, then the turns it rests on."""
         turns = [self.store.get(t) for t in sources if t in self.store]
         times = sorted(t["timestamp"] for t in turns)

@@ -180,7 +180,7 @@ def _import_adapter(name: str) -> type[MemorySystem]:
     return validate_system_class(cls, name)
 
 
-def validate_system_class(obj: Any, origin: str) -> type[MemorySystem]:
+def validate_system_class(obj: object, origin: str) -> type[MemorySystem]:
     """Return ``obj`` if it is a class satisfying the protocol; otherwise one ConfigError listing
     everything missing, each with the signature to add."""
     if not inspect.isclass(obj):

@@ -19,7 +19,7 @@ from typing import Any
 
 from memprobe_engine.errors import RecordingError
 from memprobe_engine.events.jsonpatch import apply_patch
-from memprobe_engine.events.memory import MemorySnapshot
+from memprobe_engine.events.memory import MemoryOp, MemorySnapshot
 from memprobe_engine.events.reader import DamagedEvent, RecordingReader
 from memprobe_engine.events.recorder import Recorder
 
@@ -116,7 +116,9 @@ class StoreTimeline:
         snapshot = bisect.bisect_left(track.snapshot_positions, target) - 1
         snapshot_start = track.snapshot_positions[snapshot] if snapshot >= 0 else -1
         if snapshot_start >= checkpoint:
-            state = self._snapshot_state(self._event(track.lines[snapshot_start], unit, system))
+            snapshot_event = self._event(track.lines[snapshot_start], unit, system)
+            assert snapshot_event.kind == "memory_snapshot"  # snapshot_positions index snapshots only
+            state = self._snapshot_state(snapshot_event)
             start = snapshot_start + 1
         else:
             state = copy.deepcopy(track.checkpoints[checkpoint])
@@ -139,13 +141,17 @@ class StoreTimeline:
                 bisect.insort(track.checkpoint_positions, position + 1)
         return copy.deepcopy(state["items"])
 
-    def _event(self, line: int, unit: str, system: str) -> Any:
+    def _event(self, line: int, unit: str, system: str) -> MemoryOp | MemorySnapshot:
         try:
-            return self.reader.get(line)
+            event = self.reader.get(line)
         except DamagedEvent as err:
             raise RecordingError(f"{err} It is a memory event of unit {unit}, system {system}, so that "
                                  f"store cannot be rebuilt past it. Run `memprobe recording verify "
                                  f"{self.reader.directory}`.") from None
+        if event.kind != "memory_op" and event.kind != "memory_snapshot":  # the scan kept memory lines only
+            raise RecordingError(f"{self.reader.path}: line {line + 1} changed kind since it was indexed "
+                                 f"({event.kind}); the recording was modified while it was read.")
+        return event
 
     def _snapshot_state(self, event: MemorySnapshot) -> dict[str, Any]:
         try:

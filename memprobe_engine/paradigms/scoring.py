@@ -91,7 +91,7 @@ def parse_answer_json(text: str) -> dict[str, Any] | None:
     return None
 
 
-def _truthy(value: Any) -> bool | None:
+def _truthy(value: object) -> bool | None:
     """A reader's boolean: JSON true/false, or the strings "true"/"yes"/"false"/"no"; else None."""
     if isinstance(value, bool):
         return value
@@ -106,7 +106,7 @@ def _truthy(value: Any) -> bool | None:
     return bool(value)
 
 
-def _text(value: Any) -> str:
+def _text(value: object) -> str:
     return "" if value is None else str(value)
 
 
@@ -156,7 +156,7 @@ def gold_source_class(spec: LatentSpec | None, gold: Gold) -> str:
     return S.CONDITION_SOURCE_CLASS.get(spec.condition, "unknown")
 
 
-def normalize_source_class(value: Any) -> str:
+def normalize_source_class(value: object) -> str:
     cls = _text(value).strip().lower() or "unknown"
     return S.SOURCE_CLASS_ALIASES.get(cls, cls)
 

@@ -291,7 +291,7 @@ def _read_json(path: Path) -> Any:
         raise ConfigError(f"{path}: cannot be read ({err.strerror}).") from None
 
 
-def _listed(path: Path, data: Any, key: str) -> list[Any]:
+def _listed(path: Path, data: object, key: str) -> list[Any]:
     """Upstream wraps lists in an object (``{"specs": [...]}``); a bare list is accepted too."""
     if isinstance(data, dict) and isinstance(data.get(key), list):
         return list(data[key])
@@ -323,7 +323,7 @@ def load_fact_types(path: Path) -> list[FactType]:
     return found
 
 
-def parse_episode(raw: Any, where: str) -> Episode:
+def parse_episode(raw: object, where: str) -> Episode:
     """Validate one episode dict and attach the structured gold to each probe."""
     episode_id = raw.get("episode_id", "?") if isinstance(raw, dict) else "?"
     try:

@@ -12,7 +12,7 @@ problem names the file (with line), the episode and the field.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -65,7 +65,7 @@ def is_paradigm_suite(path: Path) -> bool:
     return "paradigms" in path.resolve().parts and not (path / "pool.json").exists()
 
 
-def _gold_problems(spec: LatentSpec, probe_types: Sequence[str], add: Any) -> None:
+def _gold_problems(spec: LatentSpec, probe_types: Sequence[str], add: Callable[[str, str], None]) -> None:
     gold = spec.gold
     update = spec.expected_behavior == "should_update"
     if gold.has_changed != update:

@@ -141,12 +141,12 @@ def leak_reason(task: str, short: str) -> str | None:
 # --------------------------------------------------------------------------- cross-file rules
 # These take plain (possibly invalid) JSON data and return (dotted field, message) pairs.
 
-def _dicts(value: Any) -> Iterable[tuple[int, dict[str, Any]]]:
+def _dicts(value: object) -> Iterable[tuple[int, dict[str, Any]]]:
     return ((i, e) for i, e in enumerate(value) if isinstance(e, dict)) \
         if isinstance(value, list) else ()
 
 
-def _group_counts(categories: Any, noun: str, exact: bool) -> list[tuple[str, str]]:
+def _group_counts(categories: object, noun: str, exact: bool) -> list[tuple[str, str]]:
     """Per category: present, and exactly (bank) / at least (pool) its slot count long."""
     issues: list[tuple[str, str]] = []
     if not isinstance(categories, Mapping):
@@ -163,7 +163,7 @@ def _group_counts(categories: Any, noun: str, exact: bool) -> list[tuple[str, st
     return issues
 
 
-def pool_issues(categories: Any, *, authoring: bool = True) -> list[tuple[str, str]]:
+def pool_issues(categories: object, *, authoring: bool = True) -> list[tuple[str, str]]:
     """Every category present with at least its slot count; names unique; names not answers
     (that last one an authoring rule, skipped when ``authoring`` is False)."""
     issues = _group_counts(categories, "dimensions", exact=False)
@@ -185,7 +185,7 @@ def pool_issues(categories: Any, *, authoring: bool = True) -> list[tuple[str, s
     return issues
 
 
-def bank_issues(categories: Any,
+def bank_issues(categories: object,
                 pool_index: Mapping[str, Category] | None) -> list[tuple[str, str]]:
     """Slot counts 7/7/7/5/5, no duplicate dimensions, names verbatim from the pool if given.
 
@@ -214,7 +214,7 @@ def bank_issues(categories: Any,
     return issues
 
 
-def bank_view(categories: Any) -> dict[str, tuple[str, str]] | None:
+def bank_view(categories: object) -> dict[str, tuple[str, str]] | None:
     """dimension -> (category, short) from plain bank data; None when it is not a mapping."""
     if not isinstance(categories, Mapping):
         return None
@@ -223,7 +223,7 @@ def bank_view(categories: Any) -> dict[str, tuple[str, str]] | None:
             if isinstance(e.get("dimension"), str)}
 
 
-def task_issues(tasks: Any, bank: Mapping[str, tuple[str, str]] | None, *,
+def task_issues(tasks: object, bank: Mapping[str, tuple[str, str]] | None, *,
                 authoring: bool = True) -> list[tuple[str, str]]:
     """Unique ids; one task per bank dimension with the bank's category; no target leak (the leak
     check is an authoring rule, skipped when ``authoring`` is False)."""

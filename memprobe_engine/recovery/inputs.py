@@ -144,7 +144,7 @@ class UserBank(_Strict):
 
     @model_validator(mode="before")
     @classmethod
-    def _fill_category(cls, data: Any) -> Any:
+    def _fill_category(cls, data: object) -> Any:
         if isinstance(data, dict) and isinstance(data.get("categories"), dict):
             data = {**data, "categories": {
                 key: [{"category": key, **e} if isinstance(e, dict) else e for e in entries]
@@ -305,7 +305,7 @@ def _read_json(path: Path, problems: list[Problem]) -> Any:
     return _MISSING
 
 
-def _validate(model: type[M], raw: Any, path: Path, problems: list[Problem], relaxed: bool) -> M | None:
+def _validate(model: type[M], raw: object, path: Path, problems: list[Problem], relaxed: bool) -> M | None:
     """Field-level validation only (cross rules skipped); pydantic errors become Problems."""
     if raw is _MISSING:
         return None
@@ -323,7 +323,7 @@ def _add(path: Path, issues: list[tuple[str, str]], problems: list[Problem]) -> 
     problems.extend(Problem(file=str(path), field=f, message=m) for f, m in issues)
 
 
-def _categories(raw: Any) -> Any:
+def _categories(raw: object) -> Any:
     return raw.get("categories") if isinstance(raw, dict) else None
 
 

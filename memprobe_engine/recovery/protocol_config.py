@@ -9,7 +9,7 @@ given on the command line wins over the file; a setting given in neither keeps t
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -20,7 +20,11 @@ from memprobe_engine.recovery.framing import Framing
 from memprobe_engine.recovery.policy import ExclusionPolicy
 
 if TYPE_CHECKING:
+    from memprobe_engine.llm.resolved import ResolvedProtocol
+    from memprobe_engine.recovery.runner import RecoveryPlan
     from memprobe_engine.llm.config import LLMConfig
+
+T = TypeVar("T")
 
 #: A reply cap in the file: a token count, or 0 for "no cap" (TOML has no null).
 Cap = int
@@ -66,18 +70,18 @@ def cap(value: int | None) -> int | None:
     return None if not value else value
 
 
-def merged(flag: Any, table_value: Any, default: Any) -> Any:
+def merged(flag: T | None, table_value: T | None, default: T) -> T:
     """The command-line flag when given, else the file's value, else the default."""
     if flag is not None:
         return flag
     return table_value if table_value is not None else default
 
 
-def recovery_protocol(plan: Any, llm_config: LLMConfig) -> Any:
+def recovery_protocol(plan: RecoveryPlan, llm_config: LLMConfig) -> ResolvedProtocol:
     """What a protocol-A run of ``plan`` would do, for ``memprobe run --dry-run``: every role with
     its model and sampling, the protocol parameters, and the policy (a
     :class:`~memprobe_engine.llm.resolved.ResolvedProtocol`)."""
-    from memprobe_engine.llm.resolved import ResolvedProtocol, role_setting
+    from memprobe_engine.llm.resolved import ResolvedProtocol, role_setting  # noqa: F811 (at run time)
     from memprobe_engine.memory.memt_react import REACT_PARAMS
     from memprobe_engine.memory.registry import system_needs
     from memprobe_engine.recovery.policy import DESCRIPTIONS

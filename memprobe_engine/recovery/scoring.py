@@ -32,6 +32,7 @@ from memprobe_engine.recovery.policy import DEFAULT_POLICY, ExclusionPolicy, rel
 from memprobe_engine.recovery.schemas import JudgeVerdict, SlotFillAnswer
 
 if TYPE_CHECKING:
+    from memprobe_engine.llm.client import ChatOutcome
     from memprobe_engine.llm.client import ChatClient
 
 Mode = Literal["dump_all", "retrieve"]
@@ -56,7 +57,7 @@ TextSink = Callable[[str, str], None]
 
 
 async def ask(chat: ChatClient, role: str, messages: list[Any], *, params: SamplingParams, schema: type[BaseModel],
-              stage: str, on_text: TextSink | None = None) -> Any:
+              stage: str, on_text: TextSink | None = None) -> ChatOutcome:
     """One structured call; streamed piece by piece into ``on_text`` when given."""
     if on_text is None:
         return await chat.chat(role, messages, params=params, schema=schema)

@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from memprobe_engine.errors import MemProbeError
-from memprobe_engine.events.scoring import JudgeScore
+from memprobe_engine.events.memory import Retrieval
+from memprobe_engine.events.scoring import AttributionLabel, JudgeScore, SlotFill
 from memprobe_engine.recovery.case_material import DialogueTurn, EvidenceTurn, ReadItem, SlotFillRead, slot_fill_read
 from memprobe_engine.recovery.case_material import evidence_turns as shared_evidence_turns
 from memprobe_engine.replay.index import SpanRec
@@ -43,10 +44,10 @@ class ModeDetail:
 
     mode: str
     span_id: str | None = None
-    retrieval: Any | None = None
+    retrieval: Retrieval | None = None
     retrieved: list[tuple[str, float | None, dict[str, Any] | None]] = field(default_factory=list)
-    slot_fill: Any | None = None
-    judge: Any | None = None
+    slot_fill: SlotFill | None = None
+    judge: JudgeScore | None = None
     pair: ScorePair | None = None
     #: The latest re-score's reason, read from its event (the outcomes fold keeps no texts).
     rescore_reason: str | None = None
@@ -54,7 +55,7 @@ class ModeDetail:
     #: Attribution stages of the latest re-score of this mode (kept in its own ``rescore`` span), so
     #: a re-run's verdicts are still shown after the inspector is reopened.
     rescore_stages: list[Any] = field(default_factory=list)
-    label: Any | None = None
+    label: AttributionLabel | None = None
     call_seqs: list[int] = field(default_factory=list)
 
 

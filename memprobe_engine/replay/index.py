@@ -138,7 +138,7 @@ class RunIndex:
             stack.extend(self.spans[current].children or ())
         return out
 
-    def find_child(self, span: SpanRec, kind: str, **attrs: Any) -> SpanRec | None:
+    def find_child(self, span: SpanRec, kind: str, **attrs: object) -> SpanRec | None:
         for child in self.children(span, kind):
             if all(child.attrs.get(k) == v for k, v in attrs.items()):
                 return child
@@ -193,16 +193,16 @@ def _validated(reader: RecordingReader, line: int, data: dict[str, Any]) -> AnyE
         return None
 
 
-def _intern(value: Any) -> Any:
+def _intern(value: object) -> Any:
     # The same user, system and dimension names repeat on every span: share one string object.
     return sys.intern(value) if isinstance(value, str) else value
 
 
-def _text(value: Any) -> str | None:
+def _text(value: object) -> str | None:
     return sys.intern(value) if isinstance(value, str) else None
 
 
-def _number(value: Any) -> float | None:
+def _number(value: object) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
@@ -245,7 +245,7 @@ def _absorb(index: RunIndex, data: dict[str, Any], line: int) -> None:
     index.by_kind.setdefault(kind, []).append(kept)
 
 
-def _scalar(value: Any) -> bool:
+def _scalar(value: object) -> bool:
     """Kept fields are names and numbers; a list or object there is a damaged event, left out."""
     return value is None or isinstance(value, (str, int, float, bool))
 

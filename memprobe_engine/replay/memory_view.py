@@ -54,7 +54,7 @@ class StoreView:
         return None, []
 
 
-def _group_value(value: Any) -> str:
+def _group_value(value: object) -> str:
     if isinstance(value, list):
         return ",".join(str(v) for v in value)
     return str(value)

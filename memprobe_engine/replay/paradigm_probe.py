@@ -15,6 +15,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from memprobe_engine.events.paradigms import ProbeAnswer
 from memprobe_engine.errors import MemProbeError
 from memprobe_engine.replay.paradigm_queries import (
     ScoreCell,
@@ -49,10 +50,10 @@ class ProbeDetail:
     probe_type: str
     gold: ProbeGold | None
     gold_note: str | None
-    answer: Any | None  # events.paradigms.ProbeAnswer
+    answer: ProbeAnswer | None
     score: dict[str, Any] | None  # the original probe_score's fields
     cell: ScoreCell | None
-    rescore_answer: Any | None  # the answer the latest re-score scored, when there is one
+    rescore_answer: ProbeAnswer | None  # the answer the latest re-score scored, when there is one
     call_seq: int | None
     probe_count: int
     other_calls: list[int] = field(default_factory=list)

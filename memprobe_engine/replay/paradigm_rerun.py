@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from memprobe_engine.errors import RecordingError
+from memprobe_engine.events.llm import LLMCall
 from memprobe_engine.events.paradigms import ProbeAnswer, ProbeScore
 from memprobe_engine.events.reader import DamagedEvent, RecordingReader, open_recording
 from memprobe_engine.events.recorder import Recorder
@@ -108,7 +109,7 @@ def _episode(reader: RecordingReader, request: ProbeRerunRequest) -> Episode:
     return parse_episode(data, f"{reader.directory}/payloads.jsonl")
 
 
-def _llm_call(reader: RecordingReader, seq: int) -> Any:
+def _llm_call(reader: RecordingReader, seq: int) -> LLMCall | None:
     """The llm_call event with ``seq`` (its line for a one-writer recording, else searched)."""
     if 0 <= seq < len(reader):
         try:
@@ -117,7 +118,7 @@ def _llm_call(reader: RecordingReader, seq: int) -> Any:
                 return event
         except DamagedEvent:
             pass
-    return next((e for e in reader.iter_events(kinds=["llm_call"]) if e.seq == seq), None)
+    return next((e for e in reader.iter_events(kinds=["llm_call"]) if e.kind == "llm_call" and e.seq == seq), None)
 
 
 def gather_probe(reader: RecordingReader, request: ProbeRerunRequest) -> RerunMaterial:

@@ -141,7 +141,7 @@ class ReplaySession:
             lo, hi = (mid + 1, hi) if found < seq else (lo, mid - 1)
         return None
 
-    def event_by_seq(self, seq: int) -> Any | None:
+    def event_by_seq(self, seq: int) -> AnyEvent | None:
         line = self.line_of_seq(seq)
         return None if line is None else self.event_or_none(line)
 

@@ -44,7 +44,7 @@ class FieldChange:
         return word_diff(_text(self.old), _text(self.new))
 
 
-def _text(value: Any) -> str:
+def _text(value: object) -> str:
     if value is None:
         return ""
     return value if isinstance(value, str) else orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
