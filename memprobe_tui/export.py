@@ -15,7 +15,6 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import orjson
 
@@ -28,7 +27,7 @@ class ExportDoc:
 
     name: str
     markdown: str
-    data: Any
+    data: object
 
 
 def export_dir() -> Path:

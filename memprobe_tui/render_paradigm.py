@@ -11,6 +11,7 @@ from typing import Any
 
 from rich.text import Text
 
+from memprobe_engine.events.paradigms import ProbeAnswer
 from memprobe_engine.replay import one_line
 from memprobe_engine.replay.paradigm_probe import ProbeDetail
 from memprobe_engine.replay.paradigm_session import SessionDetail
@@ -124,7 +125,7 @@ def gold_lines(detail: ProbeDetail) -> Lines:
     return lines
 
 
-def answer_lines(answer: Any | None, title: str = "answer") -> Lines:
+def answer_lines(answer: ProbeAnswer | None, title: str = "answer") -> Lines:
     """A probe_answer's structured fields (or its free text, or its execution error)."""
     lines: Lines = [heading(title)]
     if answer is None:

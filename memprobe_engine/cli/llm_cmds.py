@@ -5,13 +5,16 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import orjson
 import typer
 from rich.console import Console
 
 from memprobe_engine.errors import ConfigError
+
+if TYPE_CHECKING:
+    from memprobe_engine.llm.client import ChatOutcome
 
 llm_app = typer.Typer(help="Talk to the configured models directly.", no_args_is_help=True)
 console = Console(highlight=False)
@@ -68,7 +71,7 @@ async def _ask(question: str, role: str, overrides: list[str], config_file: Path
         [ChatMessage(role="user", content=question)]
     params = SamplingParams(temperature=0.0, max_tokens=max_tokens)
 
-    async def ask_once(recorder: Recorder) -> Any:
+    async def ask_once(recorder: Recorder) -> ChatOutcome:
         client = ChatClient(llm_config, recorder=recorder, cache=None if no_cache else ResponseCache())
         try:
             with recorder.span("ask", "call"):

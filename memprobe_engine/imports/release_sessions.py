@@ -85,7 +85,7 @@ class ImportedInputs:
         return {d["name"]: d for dims in self.pool["categories"].values() for d in dims}
 
 
-def _text(value: object) -> Any:
+def _text(value: object) -> object:
     """Strings stripped as our models strip them on load; anything else unchanged."""
     return value.strip() if isinstance(value, str) else value
 
@@ -132,7 +132,7 @@ def add_missing_dimensions(pool: dict[str, Any], users: list[ImportedUser], log:
     return list(missing)
 
 
-def _sub(base: dict[str, Any], key: str, sub: str) -> Any:
+def _sub(base: dict[str, Any], key: str, sub: str) -> object:
     value = base.get(key)
     return value.get(sub) if isinstance(value, dict) else None
 

@@ -233,7 +233,7 @@ def _available_builtins() -> list[str]:
     return found
 
 
-def _import_path(path: str) -> Any:
+def _import_path(path: str) -> object:
     """Import ``package.module:ClassName``; the working directory is importable, as with ``python -m``."""
     module_name, _, attr_path = path.partition(":")
     if not module_name or not attr_path:
@@ -252,7 +252,7 @@ def _import_path(path: str) -> Any:
     except Exception as err:
         raise ConfigError(f"importing module '{module_name}' for memory system '{path}' failed: "
                           f"{type(err).__name__}: {err}. Fix the error in that module.") from err
-    obj: Any = module
+    obj: object = module
     for part in attr_path.split("."):
         if not hasattr(obj, part):
             raise ConfigError(f"module '{module_name}' has no attribute '{attr_path}' (memory system "
@@ -270,7 +270,7 @@ def _entry_points() -> dict[str, metadata.EntryPoint]:
     return {entry.name: entry for entry in metadata.entry_points(group=ENTRY_POINT_GROUP)}
 
 
-def _load_entry_point(entry: metadata.EntryPoint) -> Any:
+def _load_entry_point(entry: metadata.EntryPoint) -> object:
     try:
         return entry.load()
     except Exception as err:

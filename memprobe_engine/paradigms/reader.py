@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol
 
 import orjson
 from pydantic import BaseModel, StringConstraints
@@ -33,6 +33,9 @@ from memprobe_engine.errors import ConfigError
 from memprobe_engine.events.paradigms import RetrievedItem
 from memprobe_engine.llm.types import ChatMessage, SamplingParams
 from memprobe_engine.memory.base import ScoredItem
+
+if TYPE_CHECKING:
+    from memprobe_engine.llm.client import ChatOutcome
 
 READER_ROLE = "reader"
 #: Bounded strings keep a small model from rambling inside a field.
@@ -152,7 +155,7 @@ class ChatLike(Protocol):
     """The part of ChatClient the reader uses (kept narrow so tests can pass the real client)."""
 
     async def chat(self, role: str, messages: Sequence[ChatMessage], *, params: SamplingParams | None = ...,
-                   schema: type[BaseModel] | None = ...) -> Any: ...
+                   schema: type[BaseModel] | None = ...) -> ChatOutcome: ...
 
 
 def answer_model(probe_type: str) -> type[BaseModel]:

@@ -144,7 +144,7 @@ class UserBank(_Strict):
 
     @model_validator(mode="before")
     @classmethod
-    def _fill_category(cls, data: object) -> Any:
+    def _fill_category(cls, data: object) -> object:
         if isinstance(data, dict) and isinstance(data.get("categories"), dict):
             data = {**data, "categories": {
                 key: [{"category": key, **e} if isinstance(e, dict) else e for e in entries]
@@ -323,7 +323,7 @@ def _add(path: Path, issues: list[tuple[str, str]], problems: list[Problem]) -> 
     problems.extend(Problem(file=str(path), field=f, message=m) for f, m in issues)
 
 
-def _categories(raw: object) -> Any:
+def _categories(raw: object) -> object:
     return raw.get("categories") if isinstance(raw, dict) else None
 
 

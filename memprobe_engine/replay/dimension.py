@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memprobe_engine.errors import MemProbeError
 from memprobe_engine.events.memory import Retrieval
@@ -24,6 +24,9 @@ from memprobe_engine.replay.index import SpanRec
 from memprobe_engine.replay.queries import EpisodeInfo, StepRef, episodes, step_events, task_text
 from memprobe_engine.replay.scores import ScorePair, score_pairs
 from memprobe_engine.replay.session import ReplaySession
+
+if TYPE_CHECKING:
+    from memprobe_engine.recovery.inputs import SimUser
 
 
 
@@ -87,7 +90,7 @@ def resolve_sessions(session: ReplaySession) -> Path | None:
 
 
 @lru_cache(maxsize=64)
-def _load_user(user_dir: str) -> Any:
+def _load_user(user_dir: str) -> SimUser:
     from memprobe_engine.recovery.inputs import load_user  # pydantic-heavy: import on first use
 
     return load_user(Path(user_dir))

@@ -26,7 +26,7 @@ class LLMCallView:
     seq: int
     event: LLMCall
     messages: list[ResolvedMessage]
-    schema: Any | None
+    schema: object
     missing: list[str]
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memprobe_engine.events.paradigms import ProbeAnswer
 from memprobe_engine.errors import MemProbeError
@@ -27,6 +27,9 @@ from memprobe_engine.replay.paradigm_queries import (
     span_events,
 )
 from memprobe_engine.replay.session import ReplaySession
+
+if TYPE_CHECKING:
+    from memprobe_engine.paradigms.suite import Suite
 
 
 @dataclass(frozen=True)
@@ -60,7 +63,7 @@ class ProbeDetail:
 
 
 @lru_cache(maxsize=8)
-def _load_suite(path: str) -> Any:
+def _load_suite(path: str) -> Suite:
     from memprobe_engine.paradigms.suite import (
         load_suite,  # pydantic-heavy: import on first use
     )

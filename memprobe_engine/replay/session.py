@@ -13,7 +13,6 @@ import os
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from memprobe_engine.events.header import RecordingHeader
 from memprobe_engine.events.integrity import QUICK_CHECK_ABOVE, check_recording
@@ -121,7 +120,7 @@ class ReplaySession:
     def raw(self, line: int) -> bytes:
         return self.reader.raw(line)  # pread: safe from any thread
 
-    def payload(self, ref: str) -> Any:
+    def payload(self, ref: str) -> object:
         with self._read_lock:
             return self.reader.payload(ref)
 

@@ -37,8 +37,8 @@ class FieldChange:
     """One native field of an item that differs between two stores (None: absent on that side)."""
 
     name: str
-    old: Any
-    new: Any
+    old: object
+    new: object
 
     def pieces(self) -> list[Piece]:
         return word_diff(_text(self.old), _text(self.new))

@@ -40,7 +40,7 @@ from memprobe_tui.widgets.detail_log import DetailLog
 from memprobe_tui.widgets.rerun_panel import RerunPanel
 
 if TYPE_CHECKING:
-    from memprobe_engine.replay.paradigm_rerun import ProbeRerunHook
+    from memprobe_engine.replay.paradigm_rerun import ProbeRerunFunction, ProbeRerunHook, ProbeRerunRequest
 
 
 class ProbeRerunAnswer(Message):
@@ -227,7 +227,7 @@ store the reader searched, `[`/`]` the other probes, `s` the same probe under th
                                                 spec or None))
 
     @work(exclusive=True, group="rerun", exit_on_error=False, name="probe re-run")
-    async def _rerun(self, run: Any, request: Any) -> None:
+    async def _rerun(self, run: ProbeRerunFunction, request: ProbeRerunRequest) -> None:
         try:
             await run(request, ProbeSink(self))
         except asyncio.CancelledError:

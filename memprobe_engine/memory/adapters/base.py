@@ -54,6 +54,10 @@ from memprobe_engine.memory.base import (
 )
 
 T = TypeVar("T")
+#: A library search's hits, ``(item_id, native fields, score)`` best first, and its whole store by id
+#: (what the ``_lib_*`` hooks return, directly or awaited: some libraries are async).
+LibraryHits = list[tuple[str, dict[str, Any], float | None]]
+LibraryStore = dict[str, dict[str, Any]]
 #: Pinning swaps names in shared library modules, so library calls of all adapters take turns.
 _PIN_LOCK = threading.Lock()
 #: The role whose model answers a library's chat calls.
@@ -334,17 +338,17 @@ class LibraryAdapter:
         """The library modules whose clock and id source are pinned during calls."""
         return []
 
-    def _lib_reset(self, store_dir: Path) -> Any:
+    def _lib_reset(self, store_dir: Path) -> None | Awaitable[None]:
         raise NotImplementedError
 
-    def _lib_ingest(self, batch: list[Observation]) -> Any:
+    def _lib_ingest(self, batch: list[Observation]) -> None | Awaitable[None]:
         raise NotImplementedError
 
-    def _lib_search(self, query: str, k: int) -> Any:
+    def _lib_search(self, query: str, k: int) -> LibraryHits | Awaitable[LibraryHits]:
         """``[(item_id, item, score), ...]`` best first."""
         raise NotImplementedError
 
-    def _lib_dump(self) -> Any:
+    def _lib_dump(self) -> LibraryStore | Awaitable[LibraryStore]:
         """``{item_id: native fields}`` of the whole store."""
         raise NotImplementedError
 

@@ -137,7 +137,7 @@ def pin_modules() -> int:
     return replaced
 
 
-def _json(value: Any) -> Any:
+def _json(value: object) -> Any:
     if isinstance(value, dt.datetime):
         return value.isoformat()
     if isinstance(value, uuid.UUID):

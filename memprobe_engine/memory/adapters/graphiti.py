@@ -27,12 +27,15 @@ import datetime as dt
 import enum
 import importlib
 import os
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from memprobe_engine.memory.adapters.base import LIBRARY_HTTP_TIMEOUT_S, LIBRARY_ROLE, LibraryAdapter, conversation
 from memprobe_engine.memory.base import Observation
+
+T = TypeVar("T")
 
 EMBEDDING_DIMS = 384
 KUZU_BUFFER_BYTES = 256 * 1024 * 1024
@@ -174,7 +177,7 @@ def kuzu_full_text(query: str) -> str:
     return literal or query
 
 
-def _capped_client(base: Any) -> Any:
+def _capped_client(base: type) -> type:
     """``OpenAIGenericClient`` whose every call asks for at most :data:`MAX_TOKENS` generated tokens
     (graphiti passes its own, larger, figure for some prompts, past the client's setting)."""
 
@@ -186,7 +189,7 @@ def _capped_client(base: Any) -> Any:
     return CappedClient
 
 
-def _kuzu_driver(driver_class: Any, path: Path) -> Any:
+def _kuzu_driver(driver_class: Callable[..., T], path: Path) -> T:
     """A KuzuDriver whose database is sized for a small per-user graph. KuzuDriver opens
     ``kuzu.Database(path)`` with Kuzu's defaults — a buffer pool of 80 % of RAM and an 8 TB address
     reservation — which aborts the process (std::bad_alloc) beside the embedded model; the sizes are
@@ -216,7 +219,7 @@ def _fields(model: Any, kind: str) -> dict[str, Any]:
     return fields
 
 
-def _json(value: Any) -> Any:
+def _json(value: object) -> Any:
     if isinstance(value, dt.datetime):
         return value.isoformat()
     if isinstance(value, enum.Enum):
