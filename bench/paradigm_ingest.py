@@ -61,7 +61,7 @@ async def one_repeat(system_name: str, episodes: list[Episode], directory: Path)
         for episode in episodes:
             services = MemoryServices(recorder=recorder, clock=SimClock(), chat=chat, embedder=embedder)
             system = create_system(system_name, services)
-            with recorder.span(episode.episode_id, "episode", user_id=episode.episode_id, system=system_name,
+            with recorder.span(episode.episode_id, "episode", unit=episode.episode_id, system=system_name,
                                episode_id=episode.episode_id):
                 await ingest_episode(system, episode, recorder=recorder, clock=services.clock)
             sessions += len(episode.sessions)

@@ -198,7 +198,7 @@ def _response_schema(response_format: object) -> dict[str, Any] | None:
     raise BadRequest(f"response_format.type {kind!r} is not supported (text, json_object, json_schema)")
 
 
-def _number(body: dict[str, Any], key: str, kind: type[int] | type[float]) -> Any:
+def _number(body: dict[str, Any], key: str, kind: type[int] | type[float]) -> int | float | None:
     """``body[key]`` as ``kind`` (None when absent); BadRequest naming the field otherwise, so a
     client's typo is answered 400, not a proxy error 500."""
     value = body.get(key)
