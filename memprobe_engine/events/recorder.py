@@ -11,7 +11,7 @@ import contextvars
 import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
 from memprobe_engine.events.base import EventBase
 from memprobe_engine.events.run import INTERRUPTED_BY_CRASH, SpanBegin, SpanEnd
