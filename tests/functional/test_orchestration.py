@@ -126,6 +126,11 @@ SHIPPED = {
         "reply_layout,regional_geography_knowledge,low_point_episode", "--systems", "nomem,longctx_full",
         "--max-turns", "3", "--agent-max-tokens", "150", "--simulator-max-tokens", "120", "--judge-max-tokens", "150",
         "--preference-judge-max-tokens", "400"],
+    "sample-quick-fixed-user_001": [  # make demo's fixed-dialogue job
+        "--config", "sessions/quick.toml", "--sessions", "sessions/release-a", "--dialogues",
+        "sessions/release-a/dialogues", "--users", "user_001", "--dims",
+        "geographic_knowledge,directness_preference,writing_skill", "--systems", "nomem,longctx_full",
+        "--framing", "embedded", "--judge-max-tokens", "150"],
     "sample-paradigms-quick": [
         "--suite", "paradigms", "--sessions", "sessions/paradigms/suite56-embedded", "--limit", "2",
         "--systems", "amem,full_context,naive_rag", "--config", "sessions/quick-paradigms.toml", "--concurrency", "4",
