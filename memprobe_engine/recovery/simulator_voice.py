@@ -28,6 +28,8 @@ _MARKERS: tuple[tuple[str, str], ...] = (
     ("wishes the user well", r"\b(?:i )?hope (?:this|that) helps\b"),
     ("praises the user's choice", r"^\s*(?:great|excellent|wonderful) (?:choice|choices|question)s?\b"),
     ("speaks as an AI", r"\bas an ai\b"),
+    ("suggests to the user", r"^\W*it sounds like you(?:(?:'|’)d| would)? (?:enjoy|like|want|need|are)\b"),
+    ("suggests to the user", r"\bhave you (?:thought about|considered) (?:visiting|trying|checking|going)\b"),
 )
 ASSISTANT_MARKERS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
     (name, re.compile(pattern, re.IGNORECASE)) for name, pattern in _MARKERS)

@@ -19,7 +19,12 @@ QUOTED = ("Great choices! Let me know if there's anything else you need. I'll be
           "Sure! I can help you write a note … How can I assist you today?")
 
 
-@pytest.mark.parametrize("text", QUOTED)
+#: The first simulator reply of the live quick job with the in-role framing (2026-12-03): the 1.5B
+#: still suggested things to the person it was supposed to be.
+IN_ROLE_SLIP = "It sounds like you'd enjoy exploring the city. Have you thought about visiting any of these places?"
+
+
+@pytest.mark.parametrize("text", [*QUOTED, IN_ROLE_SLIP])
 def test_the_quoted_replies_are_out_of_role(text: str) -> None:
     reason = out_of_role_reason(text)
     assert reason is not None and "speaks as the assistant" in reason
