@@ -20,7 +20,8 @@ _MARKERS: tuple[tuple[str, str], ...] = (
     ("offers help", r"\b(?:sure|certainly|of course|absolutely)[!,.]? i can help\b"),
     ("offers help", r"\bi can (?:help|assist) you\b"),
     ("offers more help", r"\b(?:is there )?anything else (?:you need|i can|you(?:'|’)?d like)\b"),
-    ("offers more help", r"\blet me know if (?:there(?:'|’)?s anything|you have any (?:other |more )?questions)\b"),
+    ("offers more help", r"\blet me know if (?:there(?:'|’)?s anything|you have any (?:other |more )?questions|you "
+                         r"need anything (?:else|more))\b"),
     ("offers more help", r"\bfeel free to (?:ask|reach out|let me know)\b"),
     ("offers more help", r"\bdon(?:'|’)?t hesitate to (?:ask|reach out|let me know)\b"),
     ("accepts thanks", r"^\W*you(?:'|’)?re (?:very |most )?welcome\b"),
