@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from statistics import fmean
 from typing import Any
 
+from memprobe_engine.recovery.dialogue_source import description
 from memprobe_engine.recovery.input_rules import Category
 from memprobe_engine.recovery.outcomes import JudgeRecord, Outcome, category_balanced
 from memprobe_engine.replay.session import ReplaySession
@@ -91,7 +92,7 @@ class ScoreBoard:
             out.overflow[mode] = sum(u.overflow.get(mode, 0) for u in rows)
             out.scored[mode] = sum(u.scored.get(mode, 0) for u in rows)
         out.episodes, out.satisfied = sum(u.episodes for u in rows), sum(u.satisfied for u in rows)
-        out.a = 100.0 * out.satisfied / out.episodes if out.episodes else None
+        out.a = 100.0 * out.satisfied / out.episodes if out.episodes and any(u.a is not None for u in rows) else None
         out.c, out.d = _mean([u.c for u in rows]), _mean([u.d for u in rows])
         items = [float(u.items) for u in rows if u.items is not None]
         out.items = round(fmean(items)) if items else None
@@ -165,11 +166,14 @@ def _score_board(session: ReplaySession) -> ScoreBoard:
         if (found := unit(end)) is not None and index.unit_of(end.get("span_id")) == latest.get(
                 (found.user_id, found.system)):
             ends[(found.user_id, found.system)].append(end)
+    # A fixed-dialogue run (memprobe run --dialogues) had no live rollout: A and C stay undefined, never 0.
+    live = description(session.header.config) is None
     for key, rows in ends.items():
         units[key].episodes = len(rows)
         units[key].satisfied = sum(e.get("end_reason") == "satisfied" for e in rows)
-        units[key].a = 100.0 * units[key].satisfied / len(rows)
-        units[key].c = fmean(float(e.get("turns", 0)) for e in rows)
+        if live:
+            units[key].a = 100.0 * units[key].satisfied / len(rows)
+            units[key].c = fmean(float(e.get("turns", 0)) for e in rows)
     per_unit: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])
     for (unit_span, _), (total, count) in index.preference.items():
         per_unit[unit_span][0] += total

@@ -200,3 +200,22 @@ def test_a_killed_fixed_run_resumes_without_repeating_a_call(tmp_path: Path) -> 
     scores = {(e.system, e.dimension, e.mode): e.score for e in reader.iter_events(kinds=["judge_score"])}
     assert scores == {(e.system, e.dimension, e.mode): e.score
                       for e in open_recording(clean).iter_events(kinds=["judge_score"])}
+
+
+def test_the_replay_overview_leaves_a_and_c_undefined_for_a_fixed_run() -> None:
+    """The shipped make-demo run (fixed dialogues): the TUI's overview agrees with the report — B as
+    scored, A, C and D undefined (never 0); a live recording still gets its A and C."""
+    from memprobe_engine.replay.scores import score_board
+    from memprobe_engine.replay.session import ReplaySession
+
+    for name, live in (("sample-quick-fixed-user_001", False), ("sample-quick-sim_01", True)):
+        session = ReplaySession.open(ROOT / "recordings" / name)
+        session.build_index()
+        mine = score_board(session).system_means("longctx_full")
+        row = table2(load_frames([ROOT / "recordings" / name])).set_index("system").loc["longctx_full"]
+        assert mine.b["dump_all"] == pytest.approx(row["B_full_mean"])
+        if live:
+            assert mine.a is not None and mine.c is not None
+        else:
+            assert mine.b["dump_all"] and mine.b["dump_all"] > 0
+            assert (mine.a, mine.c, mine.d) == (None, None, None)
