@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 
 from memprobe_engine.errors import ConfigError
 from memprobe_engine.events.dialogue import Message
-from memprobe_engine.events.memory import Retrieval
 from memprobe_engine.events.reader import open_recording
 from memprobe_engine.events.recovery import EpisodeEnd
 from memprobe_engine.events.run import SpanBegin
@@ -26,7 +25,7 @@ from memprobe_engine.events.recorder import Recorder
 from memprobe_engine.memory.base import MemorySystem, Observation, SimClock
 from memprobe_engine.recovery.dialogue_source import DialogueSource
 from memprobe_engine.recovery.inputs import Task
-from memprobe_engine.recovery.rollout import Episode, RolloutSettings, agent_context, end_episode
+from memprobe_engine.recovery.rollout import Episode, RolloutSettings, end_episode, open_turn
 
 
 @dataclass(frozen=True)
@@ -130,12 +129,8 @@ async def replay_episode(*, recorder: Recorder, system: MemorySystem, task: Task
     exchanges: Sequence[Exchange] = dialogue.exchanges[:settings.max_turns]
     for turn, exchange in enumerate(exchanges, 1):
         with recorder.span(f"turn {turn}", "turn", turn=turn, task_index=task_index):
-            clock.advance(minutes=2)
-            context = await agent_context(system, user_text, settings.agent_k, task_index)
-            recorder.emit(Retrieval(query=user_text, k=settings.agent_k, item_ids=[h.id for h in context.hits],
-                                    scores=[h.score for h in context.hits], purpose="agent_context"))
-            await system.observe(Observation(kind=user_kind, text=user_text, task_index=task_index,
-                                             turn=user_turn, timestamp=clock.iso()))
+            await open_turn(recorder, system, clock, settings, user_text=user_text, user_kind=user_kind,
+                            user_turn=user_turn, task_index=task_index)
             recorder.emit(Message(role="assistant", content=exchange.reply, task_index=task_index, turn=turn))
             episode.history.append(("assistant", exchange.reply))
             clock.advance(minutes=2)

@@ -99,6 +99,20 @@ async def agent_context(system: MemorySystem, query: str, k: int, task_index: in
     return AgentContext(hits=await system.search(query, k))
 
 
+async def open_turn(recorder: Recorder, system: MemorySystem, clock: SimClock, settings: RolloutSettings, *,
+                    user_text: str, user_kind: str, user_turn: int, task_index: int) -> AgentContext:
+    """The start of every turn, live or fixed: the memory is searched with the user's latest message
+    (recorded as the assistant's retrieval) before that message is written to it. One function, so a
+    fixed-dialogue run feeds the memory in exactly the live rollout's order."""
+    clock.advance(minutes=2)
+    context = await agent_context(system, user_text, settings.agent_k, task_index)
+    recorder.emit(Retrieval(query=user_text, k=settings.agent_k, item_ids=[h.id for h in context.hits],
+                            scores=[h.score for h in context.hits], purpose="agent_context"))
+    await system.observe(Observation(kind=user_kind, text=user_text, task_index=task_index, turn=user_turn,
+                                     timestamp=clock.iso()))
+    return context
+
+
 async def run_episode(*, chat: ChatClient, recorder: Recorder, system: MemorySystem, user: SimUser, task: Task,
                       task_index: int, clock: SimClock, settings: RolloutSettings) -> Episode:
     """One task from the user's opening request to satisfaction or the turn cap."""
@@ -116,12 +130,8 @@ async def run_episode(*, chat: ChatClient, recorder: Recorder, system: MemorySys
 
     for turn in range(1, settings.max_turns + 1):
         with recorder.span(f"turn {turn}", "turn", turn=turn, task_index=task_index):
-            clock.advance(minutes=2)
-            context = await agent_context(system, user_text, settings.agent_k, task_index)
-            recorder.emit(Retrieval(query=user_text, k=settings.agent_k, item_ids=[h.id for h in context.hits],
-                                    scores=[h.score for h in context.hits], purpose="agent_context"))
-            await system.observe(Observation(kind=user_kind, text=user_text, task_index=task_index,
-                                             turn=user_turn, timestamp=clock.iso()))
+            context = await open_turn(recorder, system, clock, settings, user_text=user_text, user_kind=user_kind,
+                                      user_turn=user_turn, task_index=task_index)
             messages = prompts.agent_messages(memory_block(context.hits), episode.history, context.prior_dialogue)
             reply = await chat.chat("agent", messages, params=agent_params)
             if reply.text is None:
