@@ -109,7 +109,10 @@ class OverviewScreen(ReplayScreen):
         header = self.session.header
         created = dt.datetime.fromtimestamp(header.created).strftime("%Y-%m-%d")
         suite = "" if header.suite in header.run_id else f" ({header.suite})"
-        self.set_title(f"{state} · {len(self.session):,} events · {header.run_id}{suite} · {created}")
+        # Said early in the title, so an 80-column terminal still shows that no live rollout ran.
+        source = header.config.get("dialogues")
+        fixed = f" · fixed dialogues ({source.get('system')})" if isinstance(source, dict) else ""
+        self.set_title(f"{state}{fixed} · {len(self.session):,} events · {header.run_id}{suite} · {created}")
 
     def on_unmount(self) -> None:
         # A recording opened from the browser is this screen's to close; the one `memprobe replay`

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from memprobe_tui.app import MemProbeApp
 from memprobe_tui.screens.browser import BrowserScreen
 from memprobe_tui.screens.dimension import DimensionScreen
@@ -16,6 +18,8 @@ from memprobe_tui.widgets.store_table import StoreTable
 from .conftest import FIXTURES, make_app
 from .helpers import settle, text_of
 
+SHIPPED = Path(__file__).resolve().parents[2] / "recordings"
+
 
 async def test_overview_lists_every_unit_with_scores() -> None:
     app = make_app()
@@ -26,6 +30,19 @@ async def test_overview_lists_every_unit_with_scores() -> None:
         keys = [row.value for row in table.rows]
         assert keys == ["amem\t*", "amem\tsim_01", "mem0\t*", "mem0\tsim_01"]
         assert "completed: 2/2 units" in text_of(pilot, "#title")
+
+
+async def test_overview_title_says_a_shipped_fixed_dialogue_run_had_no_live_rollout() -> None:
+    """make demo's shipped run: the title names the fixed dialogues within 80 columns."""
+    app = make_app(SHIPPED / "sample-quick-fixed-user_001")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        title = text_of(pilot, "#title")
+        assert title.startswith("completed: 2/2 units · fixed dialogues (nomem) ·"), title
+    live = make_app(SHIPPED / "sample-quick-sim_01")
+    async with live.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        assert "fixed dialogues" not in text_of(pilot, "#title")
 
 
 async def test_navigation_between_all_screens_and_back() -> None:
