@@ -74,3 +74,28 @@ def tui(directory: Annotated[Path, typer.Argument(help="A folder of recordings."
         _fail(err)
         return
     MemProbeApp(folder=directory, no_color=no_color).run()
+
+
+def serve(target: Annotated[Path, typer.Argument(help="A recording, or a folder of recordings.")] = Path("recordings"),
+          port: Annotated[int, typer.Option(help="TCP port to listen on.")] = 8000,
+          host: Annotated[str, typer.Option(help="Address to bind; any address but 127.0.0.1 requires the token "
+                                                 "printed in the URL.")] = "127.0.0.1",
+          no_color: Annotated[bool, typer.Option("--no-color", help=NO_COLOR_HELP)] = False) -> None:
+    """Serve the TUI in a browser tab (textual-serve): one app per tab, the URL printed at start."""
+    from memprobe_engine.replay import ReplaySession, list_recordings
+
+    try:
+        from memprobe_tui.serve import serve as serve_tui
+    except ImportError:
+        _fail(MemProbeError("memprobe serve needs textual-serve: pip install -e '.[serve]' (make install has it)."))
+        return
+
+    try:  # fail here, with the path named, rather than in every browser tab
+        if (target / "header.json").is_file():
+            ReplaySession.open(target).close()
+        else:
+            list_recordings(target)
+    except MemProbeError as err:
+        _fail(err)
+        return
+    serve_tui(target, host=host, port=port, no_color=no_color)
