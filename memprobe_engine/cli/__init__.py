@@ -63,8 +63,9 @@ app = typer.Typer(
     add_completion=False,
 )
 
-from memprobe_engine.cli import (doctor_cmd, generate_cmd, import_cmd, llm_cmds, merge_cmd,  # noqa: E402
-                                 proxy_cmd, recording_cmds, report_cmd, rescore_cmd, run_cmd, sessions_cmds)
+from memprobe_engine.cli import (compare_cmd, doctor_cmd, generate_cmd, import_cmd, llm_cmds,  # noqa: E402
+                                 merge_cmd, proxy_cmd, recording_cmds, report_cmd, rescore_cmd, run_cmd,
+                                 sessions_cmds)
 
 app.add_typer(recording_cmds.recording_app, name="recording")
 app.add_typer(llm_cmds.llm_app, name="llm")
@@ -73,6 +74,7 @@ app.command("run")(run_cmd.run)
 app.command("report")(report_cmd.report)
 app.command("merge")(merge_cmd.merge)
 app.command("rescore")(rescore_cmd.rescore)
+app.command("compare")(compare_cmd.compare)
 app.add_typer(sessions_cmds.sessions_app, name="sessions")
 app.add_typer(sessions_cmds.systems_app, name="systems")
 app.command("proxy")(proxy_cmd.proxy)

@@ -55,8 +55,10 @@ async def _generate(out: Path, n: int, pool_path: Path, prefix: str, overrides: 
     out.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(pool_path, out / "pool.json")
     run_id = "generate-" + dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-    header = new_header(run_id, "generate", {
-        "n": n, "seed": seed, "retries": retries, "pool": str(pool_path), "models": llm_config.resolved()})
+    from memprobe_engine.provenance import collect_provenance
+
+    generate_config = {"n": n, "seed": seed, "retries": retries, "pool": str(pool_path), "models": llm_config.resolved()}
+    header = new_header(run_id, "generate", generate_config, collect_provenance(generate_config))
     settings = GenerationSettings(bank_retries=retries, task_retries=retries, seed=seed)
     async with recorded_run(out / "_generation" / run_id, header=header, suite="generate", signals=True) as run:
         chat = ChatClient(llm_config, recorder=run.recorder, cache=ResponseCache())

@@ -83,7 +83,10 @@ async def _ask(question: str, role: str, overrides: list[str], config_file: Path
         outcome = await ask_once(NULL_RECORDER)
     else:
         run_id = "ask-" + dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-        header = new_header(run_id, "ask", {"models": llm_config.resolved()})
+        from memprobe_engine.provenance import collect_provenance
+
+        ask_config = {"models": llm_config.resolved()}
+        header = new_header(run_id, "ask", ask_config, collect_provenance(ask_config))
         async with recorded_run(record, header=header, suite="ask", signals=True) as run:
             run.scrub = ChatClient(llm_config, recorder=NULL_RECORDER).scrub
             outcome = await ask_once(run.recorder)

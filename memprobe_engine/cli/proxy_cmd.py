@@ -66,8 +66,11 @@ async def _serve(record: Path, llm_config: LLMConfig, embedding_spec: str, port:
     resumed = (record / HEADER_FILE).exists()
     responses = read_resume(record).responses
     run_id = "proxy-" + dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-    writer = open_writer(record, None if resumed else new_header(run_id, "proxy", {
-        "suite": "proxy", "models": llm_config.resolved(), "embeddings": embedding_spec}))
+    from memprobe_engine.provenance import collect_provenance
+
+    proxy_config = {"suite": "proxy", "models": llm_config.resolved(), "embeddings": embedding_spec}
+    writer = open_writer(record, None if resumed else new_header(run_id, "proxy", proxy_config,
+                                                                 collect_provenance(proxy_config)))
     recorder = Recorder(writer)
     if resumed:
         recorder.close_spans_of_a_crash()  # a killed earlier session's client spans

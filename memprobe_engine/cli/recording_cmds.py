@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from memprobe_engine.events.header import RecordingHeader
 from memprobe_engine.events.integrity import check_recording
 from memprobe_engine.events.reader import DamagedEvent, DamageReport, open_recording
 from memprobe_engine.events.summary import summarize
@@ -51,8 +52,41 @@ def info(recording: RecordingArg) -> None:
             for kind, count in summary.spans_by_kind.most_common():
                 spans.add_row(kind, f"{count:,}")
             console.print(spans)
+        _print_provenance(header)
         damage = check_recording(reader)
         _print_damage(damage, len(reader) - len(damage.bad_lines), reader.path)
+
+
+def _print_provenance(header: RecordingHeader) -> None:
+    """The header's provenance (or that it has none), and the package versions it names."""
+    packages = ", ".join(f"{name} {version}" for name, version in sorted(header.packages.items()))
+    console.print(f"python {header.python or '-'}; packages: {escape(packages) or '-'}")
+    found = header.provenance
+    if found is None:
+        console.print("provenance: not recorded (made before MemProbe recorded it)")
+        return
+    own = found.memprobe
+    commit = f" @ {str(own['commit'])[:12]}{' (uncommitted changes)' if own.get('dirty') else ''}" \
+        if own.get("commit") else " (source commit unknown)"
+    console.print(f"provenance: memprobe {own.get('version') or '?'}{commit}")
+    table = Table("what", "value", title="provenance", title_justify="left")
+    for name, digest in found.inputs.items():
+        table.add_row(f"input {name}", digest)
+    for role, spec in found.models.items():
+        table.add_row(f"model {role}", escape(f"{spec.get('spec')} ({spec.get('backend')}, "
+                                              f"quantization {spec.get('quantization')})"))
+    if found.prompts:
+        table.add_row("prompt templates", f"{len(found.prompts)} hashed, together "
+                                          f"{_together(found.prompts)}")
+    else:
+        table.add_row("prompt templates", "none of MemProbe's (an imported run used its authors' prompts)")
+    console.print(table)
+
+
+def _together(hashes: dict[str, str]) -> str:
+    from memprobe_engine.provenance import short_hash
+
+    return short_hash("\n".join(f"{k}={v}" for k, v in sorted(hashes.items())).encode())
 
 
 @recording_app.command("events")

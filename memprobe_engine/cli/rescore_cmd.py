@@ -32,6 +32,10 @@ def rescore(
         "--context-tokens", min=256, help="Tokens the models' context holds (default: the spec's context_tokens; "
         "the embedded model: 8192 per slot). The embedded server then gives one request that whole context "
         "(up to 32768), so a large store is read instead of recorded as an overflow.")] = None,
+    layer: Annotated[Optional[str], typer.Option(
+        help="Keep the new judgments as this named layer beside the current ones (report and replay keep "
+             "showing the run's own; `memprobe compare --layers` sets them side by side). Without it a "
+             "re-score replaces the current score.")] = None,
 ) -> None:
     """Re-score recorded cases without re-running the memory system; originals stay untouched."""
     from memprobe_engine.events.base import EventBase
@@ -45,6 +49,10 @@ def rescore(
     from memprobe_engine.recovery.rescore import recorded_cases
     from memprobe_engine.recovery.rescore import rescore as run_rescore
 
+    from memprobe_engine.events.base import check_layer_name
+
+    if layer is not None:
+        check_layer_name(layer, where="--layer")
     if mode is not None and mode not in ("dump_all", "retrieve"):
         raise ConfigError(f"--mode {mode!r}: use dump_all or retrieve.")
     wanted_users, wanted_dims, wanted_systems = _csv(users), _csv(dims), _csv(systems)
@@ -74,7 +82,8 @@ def rescore(
         progress.phase(f"{len(cases)} case(s) of {recording}; models start on their first call")
         results = asyncio.run(run_rescore(
             recording, cases, chat_factory=lambda recorder: ChatClient(llm_config, recorder, ResponseCache()),
-            context_tokens=context, attribution=not no_attribution, on_event=on_event))
+            context_tokens=context, attribution=not no_attribution, on_event=on_event,
+            layer=layer))
         progress.hook("all cases re-scored", len(cases), len(cases))
     table = Table("user", "system", "dimension", "mode", "original", "new", "label", "attribution")
     for r in results:
@@ -82,7 +91,8 @@ def rescore(
                       ("overflow: " if r.overflow else "") + (_fmt(r.score) if r.excluded is None else f"excluded: {r.excluded[:30]}"), r.label or "",
                       r.attribution or "")
     console.print(table)
-    console.print(f"appended {len(results)} re-score(s) to {recording}")
+    console.print(f"appended {len(results)} re-score(s) to {recording}"
+                  + (f" as layer {layer!r}" if layer is not None else ""))
     overflowed = sum(1 for r in results if r.overflow)
     if overflowed:
         console.print(f"{overflowed} case(s) overflowed the reader's context of {context:,} tokens and were recorded "

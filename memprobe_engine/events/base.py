@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict
+
+from memprobe_engine.errors import ConfigError
 
 #: Version of the on-disk event schema. Bump it together with an upgrader in ``upgrade.py``.
 #: 2: every line ends in a CRC-32 member (``events/checksum.py``).
@@ -38,6 +41,18 @@ def pointer_fields(model: type[BaseModel]) -> dict[str, Literal["seq", "span"]]:
             for meta in info.metadata if isinstance(meta, PointsAt)}
 
 
+#: A judgment layer's name: letters, digits and ``_.:-`` (it is shown in tables and typed on command lines).
+LAYER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$")
+
+
+def check_layer_name(name: str, *, where: str) -> str:
+    """``name`` if it can name a judgment layer; ConfigError naming ``where`` otherwise."""
+    if not LAYER_NAME.match(name):
+        raise ConfigError(f"{where} {name!r}: a layer name is 1–64 letters, digits or _.:- (starting with a "
+                          f"letter or digit), e.g. judge-1.5b.")
+    return name
+
+
 class EventBase(BaseModel):
     """Common envelope. ``seq`` and ``time`` are filled in by the writer when left at their defaults.
 
@@ -46,6 +61,11 @@ class EventBase(BaseModel):
     unit's subject: a simulated user in protocol A, an episode in protocol B), and
     ``user_id``/``dimension`` which protocol-A cell it concerns, so a reader can filter without
     walking the span tree.
+
+    ``layer`` names the judgment layer an event belongs to: null for the run's own judgments, a
+    name for a later re-judgment kept beside them (``memprobe rescore --layer``, a protocol-B reader
+    re-run). Readers of outcomes fold each layer separately, so a named layer never replaces the
+    run's own scores; ``memprobe compare --layers`` sets the layers side by side.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=False)
@@ -58,3 +78,4 @@ class EventBase(BaseModel):
     user_id: str | None = None
     system: str | None = None
     dimension: str | None = None
+    layer: str | None = None

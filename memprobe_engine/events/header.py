@@ -19,12 +19,25 @@ HEADER_FILE = "header.json"
 EVENTS_FILE = "events.jsonl"
 FORMAT_NAME = "memprobe-recording"
 
-_REPORTED_PACKAGES = ("memprobe", "pydantic", "orjson", "openai", "xllamacpp", "sentence-transformers",
-                      "torch", "textual", "vllm")
+#: Versions the header's ``packages`` names when installed: MemProbe, its format libraries, the model
+#: runtimes and the memory libraries whose behaviour a run depends on.
+_REPORTED_PACKAGES = ("memprobe", "pydantic", "orjson", "openai", "xllamacpp", "llama-cpp-python", "vllm",
+                      "sentence-transformers", "transformers", "torch", "numpy", "pandas", "textual",
+                      "mem0ai", "graphiti-core", "langmem", "cognee", "kuzu", "litellm")
+
+
+class Provenance(BaseModel):
+    """What produced a recording (``memprobe_engine/provenance.py`` collects it; docs list each field)."""
+
+    memprobe: dict[str, Any] = {}
+    inputs: dict[str, str] = {}
+    prompts: dict[str, str] = {}
+    models: dict[str, dict[str, Any]] = {}
 
 
 class RecordingHeader(BaseModel):
-    """The resolved configuration of a run. API keys never appear here: specs hold env var names."""
+    """The resolved configuration of a run. API keys never appear here: specs hold env var names.
+    ``provenance`` is None in recordings made before it existed (they open as before)."""
 
     format: str = FORMAT_NAME
     schema_version: int = SCHEMA_VERSION
@@ -34,6 +47,7 @@ class RecordingHeader(BaseModel):
     config: dict[str, Any] = {}
     packages: dict[str, str] = {}
     python: str = ""
+    provenance: Provenance | None = None
 
 
 def package_versions() -> dict[str, str]:
@@ -46,9 +60,13 @@ def package_versions() -> dict[str, str]:
     return found
 
 
-def new_header(run_id: str, suite: str, config: dict[str, Any]) -> RecordingHeader:
+def new_header(run_id: str, suite: str, config: dict[str, Any],
+               provenance: dict[str, Any] | None = None) -> RecordingHeader:
+    """A new run's header; ``provenance`` is ``provenance.collect_provenance(config)`` (the caller's,
+    since collecting it reads producers' sources, which the recording format must not import)."""
     return RecordingHeader(run_id=run_id, suite=suite, created=time.time(), config=config,
-                           packages=package_versions(), python=platform.python_version())
+                           packages=package_versions(), python=platform.python_version(),
+                           provenance=Provenance.model_validate(provenance) if provenance is not None else None)
 
 
 def write_header(directory: Path, header: RecordingHeader) -> None:

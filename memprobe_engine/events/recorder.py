@@ -37,10 +37,12 @@ _POSITION: contextvars.ContextVar[SpanPosition] = contextvars.ContextVar("mempro
 
 class Recorder:
     """Fills in span and scope, then hands the event to the writer. ``writer=None`` records nothing
-    (for library use where the caller explicitly asked for no recording)."""
+    (for library use where the caller explicitly asked for no recording). ``layer`` marks every
+    event it emits as part of that judgment layer (``EventBase.layer``)."""
 
-    def __init__(self, writer: EventWriter | None) -> None:
+    def __init__(self, writer: EventWriter | None, layer: str | None = None) -> None:
         self.writer = writer
+        self.layer = layer
         # Span ids only need to be unique within a recording; the prefix keeps resumed sessions apart.
         start = writer.next_seq if writer is not None else 0
         self._ids = itertools.count(1)
@@ -65,6 +67,8 @@ class Recorder:
             event.system = pos.system
         if event.dimension is None:
             event.dimension = pos.dimension
+        if event.layer is None:
+            event.layer = self.layer
         if self.writer is not None:
             self.writer.write(event)
         return event

@@ -24,6 +24,7 @@ import orjson
 
 from memprobe_engine.errors import ConfigError
 from memprobe_engine.events.header import new_header
+from memprobe_engine.provenance import collect_provenance
 from memprobe_engine.events.paradigms import ProbeAnswer
 from memprobe_engine.events.recorder import Recorder
 from memprobe_engine.events.run import Metric, RunEnd, RunStart
@@ -155,7 +156,8 @@ def _import_system(target: Path, report_rel: str, system: str, entries: dict[str
     tmp = target.with_name(target.name + ".tmp")
     if tmp.exists():
         shutil.rmtree(tmp)
-    writer = open_writer(tmp, new_header(f"release-b:{Path(report_rel).stem}:{system}", "paradigms", config))
+    writer = open_writer(tmp, new_header(f"release-b:{Path(report_rel).stem}:{system}", "paradigms", config,
+                                          collect_provenance(config, own_prompts=False)))
     recorder = Recorder(writer)
     counts = agreement.by_system.setdefault(system, [0, 0])
     try:

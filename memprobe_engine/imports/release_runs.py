@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from memprobe_engine.events.header import HEADER_FILE, new_header
+from memprobe_engine.provenance import collect_provenance
 from memprobe_engine.events.writer import open_writer
 from memprobe_engine.imports.emitter import DictEmitter
 from memprobe_engine.imports.problems import ProblemLog
@@ -89,7 +90,8 @@ def import_run(job: RunJob) -> RunOutcome:
               "modes": job.modes, "k": 5, "max_turns": 25, "release_reports": reports}
     try:
         clear_recording(job.record)
-        writer = open_writer(job.record, new_header(f"release-a-{job.run}", "recovery", config))
+        writer = open_writer(job.record, new_header(f"release-a-{job.run}", "recovery", config,
+                                                      collect_provenance(config, own_prompts=False)))
     except (OSError, ValueError) as err:
         log.add("error", f"history/{job.run}/", f"cannot write the recording {job.record}: {err}")
         outcome.problems = log.as_dicts()

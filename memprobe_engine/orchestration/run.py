@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from memprobe_engine.errors import RecordingError
 from memprobe_engine.events.header import HEADER_FILE, new_header
+from memprobe_engine.provenance import collect_provenance
 from memprobe_engine.orchestration.lifecycle import recorded_run
 from memprobe_engine.orchestration.progress import ProgressHook
 from memprobe_engine.orchestration.protocol import BenchmarkProtocol, RunServices
@@ -77,7 +78,8 @@ async def run_protocol(protocol: BenchmarkProtocol[UnitT], record: Path, *, llm_
     units = [unit for unit in select_units(protocol.units(), protocol.shard)
              if protocol.unit_key(unit) not in state.completed_units]
     run_id = f"{protocol.suite}-" + dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-    header = None if (record / HEADER_FILE).exists() else new_header(run_id, protocol.suite, config)
+    header = None if (record / HEADER_FILE).exists() else new_header(run_id, protocol.suite, config,
+                                                                                   collect_provenance(config))
     async with recorded_run(record, header=header, suite=protocol.suite, signals=signals) as run:
         chat = ChatClient(llm_config, recorder=run.recorder, cache=RecordedResponses(state.responses, cache),
                           backend_factory=backend_factory)

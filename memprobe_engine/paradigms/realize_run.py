@@ -17,6 +17,7 @@ from typing import Any
 
 from memprobe_engine.errors import RecordingError
 from memprobe_engine.events.header import HEADER_FILE, new_header
+from memprobe_engine.provenance import collect_provenance
 from memprobe_engine.llm.cache import ResponseStore
 from memprobe_engine.llm.client import BackendFactory, ChatClient
 from memprobe_engine.llm.config import LLMConfig
@@ -103,7 +104,7 @@ async def realize_suite(request: RealizeRequest, llm_config: LLMConfig, *, cache
                 progress(f"{failure.episode_id}: redone, session {failure.session_idx} ({failure.session_type}) "
                          f"breaks the current rules: {'; '.join(failure.problems)}")
     run_id = "generate-episodes-" + dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-    header = None if resumed else new_header(run_id, "generate", config)
+    header = None if resumed else new_header(run_id, "generate", config, collect_provenance(config))
     started = time.monotonic()
     # The one recorded-run lifecycle: open spans closed as cancelled and run_end written on any
     # exit; with ``signals`` (the CLI), SIGTERM (e.g. from ``timeout``) stops it like Ctrl-C.

@@ -20,6 +20,10 @@ The rules:
 * A case is *excluded* when its current judge score says so, else when its slot-fill does (store
   overflow under the audit policy, unparseable output), else when it was filled but never judged
   ("no judge score recorded"). A case counts towards B only when it has a score and no exclusion.
+* Each judgment layer is folded on its own (``EventBase.layer``): a fold built for one layer (by
+  default the run's own, ``None``) reads the slot-fills, scores and labels of that layer only, so a
+  re-score kept as a named layer never replaces the run's own outcome. Categories come from spans
+  whatever their layer.
 * A category comes from the ``dimension`` or ``episode`` span of the case's (system, user); a
   recording that names it only for another unit still gives the dimension's category.
 """
@@ -96,7 +100,9 @@ class Outcome:
 class OutcomeFold:
     """Folds scoring events, given in recording order, into the current :class:`Outcome` per case."""
 
-    def __init__(self) -> None:
+    def __init__(self, layer: str | None = None) -> None:
+        #: The judgment layer this fold reads (None: the run's own judgments).
+        self.layer = layer
         self.cases: dict[CaseKey, Outcome] = {}
         self.categories: dict[tuple[str, str, str], str] = {}  # (system, user, dimension) -> category
         self.dimension_categories: dict[str, str] = {}
@@ -109,6 +115,8 @@ class OutcomeFold:
         """Fold one event (other span kinds than dimension/episode are ignored)."""
         if isinstance(event, SpanBegin):
             self._span(event)
+        elif event.layer != self.layer:
+            return
         elif isinstance(event, JudgeScore):
             self._judge(event)
         else:

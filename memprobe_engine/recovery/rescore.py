@@ -81,8 +81,8 @@ class RescoreResult:
 class _ObservedRecorder(Recorder):
     """A recorder that also hands every event it writes to a listener (the TUI's live view)."""
 
-    def __init__(self, writer: EventWriter | None, listener: EventSink | None) -> None:
-        super().__init__(writer)
+    def __init__(self, writer: EventWriter | None, listener: EventSink | None, layer: str | None = None) -> None:
+        super().__init__(writer, layer=layer)
         self._listener = listener
         self.emitted: list[EventBase] = []
 
@@ -169,12 +169,14 @@ def _unit_inputs(reader: RecordingReader, case: Case) -> dict[str, Any]:
 async def rescore(record: Path, cases: Iterable[Case], *, chat_factory: Callable[[Recorder], Any],
                   context_tokens: int, attribution: bool = True, on_text: TextSink | None = None,
                   on_event: EventSink | None = None, max_tokens: int | None = 200,
-                  policy: ExclusionPolicy | None = None) -> list[RescoreResult]:
+                  policy: ExclusionPolicy | None = None, layer: str | None = None) -> list[RescoreResult]:
     """Re-score ``cases`` and append the results to ``record``. ``chat_factory`` builds the chat
     client bound to the recorder (so the new LLM calls are recorded in the same recording).
     ``policy`` defaults to the one the recording was made under (an imported release run: paper).
     A stage-0 verdict already recorded for a (user, dimension) — for an imported run, the
-    release's own — is reused, never asked again: one verdict per (user, dimension)."""
+    release's own — is reused, never asked again: one verdict per (user, dimension). ``layer``
+    keeps the new judgments as that named layer (``EventBase.layer``) instead of replacing the
+    current outcome."""
     with open_recording(record) as reader:
         materials = [gather(reader, case) for case in cases]
         chosen = policy or policy_of(reader.header.config)
@@ -182,7 +184,7 @@ async def rescore(record: Path, cases: Iterable[Case], *, chat_factory: Callable
     results: list[RescoreResult] = []
     # The shared run lifecycle: run_start/run_end around the appended events, leftover spans closed.
     async with recorded_run(record, header=None, suite="rescore", resumed=True, cancel_strays=False,
-                            recorder_factory=lambda writer: _ObservedRecorder(writer, on_event)) as run:
+                            recorder_factory=lambda writer: _ObservedRecorder(writer, on_event, layer)) as run:
         recorder = run.recorder
         assert isinstance(recorder, _ObservedRecorder)
         chat = chat_factory(recorder)

@@ -77,10 +77,10 @@ class ReportFrames:
 class _RecordingRows:
     """Everything one recording says, keyed so that a later event replaces an earlier one."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, layer: str | None = None) -> None:
         self.name = name
         #: The current outcome of every recovery case: the fold the replay's overview uses too.
-        self.outcomes = OutcomeFold()
+        self.outcomes = OutcomeFold(layer)
         self.episodes: dict[tuple[str, str, int], dict[str, Any]] = {}
         self.preferences: dict[tuple[str, str, int, int], dict[str, Any]] = {}
         self.footprints: dict[Pair, dict[str, Any]] = {}
@@ -161,8 +161,8 @@ def _outcome_events(reader: RecordingReader) -> Iterator[Any]:
     return reader.iter_events(kinds=list(_MODELS))
 
 
-def _read(path: Path) -> _RecordingRows:
-    rows = _RecordingRows(str(path))
+def _read(path: Path, layer: str | None = None) -> _RecordingRows:
+    rows = _RecordingRows(str(path), layer)
     with open_recording(path) as reader:
         rows.fixed = fixed_description(reader.header.config)
         for event in _outcome_events(reader):
@@ -180,9 +180,10 @@ def _frame(rows: list[dict[str, Any]], schema: dict[str, str], order: list[str])
     return frame.sort_values(order, kind="stable").reset_index(drop=True) if rows else frame
 
 
-def load_frames(recordings: Sequence[Path]) -> ReportFrames:
-    """Read the protocol-A outcomes of ``recordings`` into frames (later recordings win on overlap)."""
-    loaded = [_read(Path(path)) for path in recordings]
+def load_frames(recordings: Sequence[Path], layer: str | None = None) -> ReportFrames:
+    """Read the protocol-A outcomes of ``recordings`` into frames (later recordings win on overlap);
+    ``layer`` reads that judgment layer's scores and labels instead of the run's own."""
+    loaded = [_read(Path(path), layer) for path in recordings]
     warnings: list[str] = []
     notes: list[str] = []
     owner: dict[Pair, int] = {}

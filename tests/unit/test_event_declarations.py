@@ -51,3 +51,27 @@ def test_every_seq_pointer_is_declared_on_its_model() -> None:
     assert POINTERS_OF_KIND["judge_score"] == {"span_id": "span", "parent_span_id": "span", "call_seq": "seq",
                                                "rescore_of": "seq"}
     assert POINTERS_OF_KIND["probe_answer"]["llm_call_seq"] == "seq"
+
+
+
+def _header_documented() -> tuple[set[str], set[str]]:
+    """The fields the header section's two tables list: the header's, then (after the table headed
+    ``provenance field``) the provenance block's."""
+    text = DOC.read_text().split("## The header", 1)[1].split("\n## ", 1)[0]
+    header: set[str] = set()
+    provenance: set[str] = set()
+    current = header
+    for line in text.splitlines():
+        if line.startswith("| provenance field"):
+            current = provenance
+        elif row := re.match(r"^\| `(\w+)` \|", line):
+            current.add(row.group(1))
+    return header, provenance
+
+
+def test_every_header_and_provenance_field_is_documented() -> None:
+    from memprobe_engine.events.header import Provenance, RecordingHeader
+
+    header, provenance = _header_documented()
+    assert set(RecordingHeader.model_fields) == header, set(RecordingHeader.model_fields) ^ header
+    assert set(Provenance.model_fields) == provenance, set(Provenance.model_fields) ^ provenance

@@ -1,0 +1,72 @@
+"""`memprobe rescore --layer NAME` keeps a re-judgment as a named layer beside the run's own.
+
+On the shipped imported recording of the paper's amem run: the layered re-score is appended with
+``layer`` on every event it wrote, the report still reads the release's own scores, and a fold of the
+layer reads the new ones.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+from pathlib import Path
+
+import pytest
+
+from typer.testing import CliRunner
+
+from memprobe_engine.cli import app
+from memprobe_engine.errors import ConfigError
+from memprobe_engine.events.base import check_layer_name
+from memprobe_engine.events.reader import open_recording
+from memprobe_engine.report.compare_layers import compare_layers
+from memprobe_engine.report.frames import load_frames
+
+SHIPPED = Path(__file__).resolve().parents[2] / "recordings" / "release-a-user_001-amem"
+
+
+def test_a_layered_rescore_leaves_the_run_own_scores_current(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from memprobe_engine.llm.client import ChatClient
+    from memprobe_engine.llm.config import LLMConfig
+    from memprobe_engine.llm.spec import parse_spec
+    from memprobe_engine.recovery.rescore import Case, rescore
+    from tests.functional import recovery_oracle
+    from tests.functional.recovery_oracle import RecoveryOracle
+
+    record = tmp_path / "amem"
+    shutil.copytree(SHIPPED, record, ignore=shutil.ignore_patterns("writer.lock"))
+    dimension = "mathematics_skill"
+    monkeypatch.setitem(recovery_oracle.PLAN, dimension, (1.0, True, True, "agent_elicitation_failure"))
+    cases = [Case("user_001", "amem", dimension, "dump_all")]
+    before = load_frames([record]).scores
+    config = LLMConfig(models={"default": parse_spec("openai:scripted@http://127.0.0.1:9/v1")})
+    results = asyncio.run(rescore(record, cases, context_tokens=1_000_000, layer="oracle-judge",
+                                  chat_factory=lambda recorder: ChatClient(
+                                      config, recorder, backend_factory=lambda spec: RecoveryOracle())))
+    assert [r.score for r in results] == [1.0]
+    with open_recording(record) as reader:
+        appended = [e for e in reader.iter_events() if e.seq >= len(reader) - len(results[0].events) - 2]
+        layered = [e for e in reader.iter_events() if e.layer is not None]
+    assert {e.layer for e in layered} == {"oracle-judge"}
+    assert {"judge_score", "slot_fill", "llm_call"} <= {e.kind for e in layered}
+    assert appended and all(e.layer == "oracle-judge" for e in appended if e.kind in ("judge_score", "slot_fill"))
+    after = load_frames([record]).scores
+    assert after.score.tolist() == before.score.tolist(), "a named layer must not replace the run's own scores"
+    layer = load_frames([record], layer="oracle-judge").scores
+    assert layer[["dimension", "mode", "score"]].values.tolist() == [[dimension, "dump_all", 1.0]]
+    # compare --layers: the release's 0.5 against the layer's 1.0 on the one case both scored
+    compared = compare_layers([record])
+    row = compared.agreement.iloc[0]
+    assert (row["layer"], row["cases"], row["exact"], row["within_one_level"]) == ("oracle-judge", 1, 0.0, 0.0)
+    assert compared.systems[["system", "run_mean", "layer_mean"]].values.tolist() == [["amem", 0.5, 1.0]]
+    result = CliRunner().invoke(app, ["compare", "--layers", str(record)])
+    assert result.exit_code == 0, result.output
+    assert "oracle-judge" in result.output and "- (one system)" in result.output
+    missing = CliRunner().invoke(app, ["compare", "--layers", str(SHIPPED)])
+    assert missing.exit_code != 0 and "no judgment layer" in str(missing.exception)
+
+
+@pytest.mark.parametrize("name", ["", "has space", "-lead", "x" * 65])
+def test_a_bad_layer_name_is_one_clear_error(name: str) -> None:
+    with pytest.raises(ConfigError, match="--layer"):
+        check_layer_name(name, where="--layer")
