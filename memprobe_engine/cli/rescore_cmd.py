@@ -36,6 +36,9 @@ def rescore(
         help="Keep the new judgments as this named layer beside the current ones (report and replay keep "
              "showing the run's own; `memprobe compare --layers` sets them side by side). Without it a "
              "re-score replaces the current score.")] = None,
+    judge_only: Annotated[bool, typer.Option(
+        "--judge-only", help="Judge the recorded slot-fill again (no slot-filler call, no attribution): the "
+                             "judge's sensitivity alone, e.g. with --model recovery_judge=SPEC --layer NAME.")] = False,
 ) -> None:
     """Re-score recorded cases without re-running the memory system; originals stay untouched."""
     from memprobe_engine.events.base import EventBase
@@ -83,7 +86,7 @@ def rescore(
         results = asyncio.run(run_rescore(
             recording, cases, chat_factory=lambda recorder: ChatClient(llm_config, recorder, ResponseCache()),
             context_tokens=context, attribution=not no_attribution, on_event=on_event,
-            layer=layer))
+            layer=layer, judge_only=judge_only))
         progress.hook("all cases re-scored", len(cases), len(cases))
     table = Table("user", "system", "dimension", "mode", "original", "new", "label", "attribution")
     for r in results:

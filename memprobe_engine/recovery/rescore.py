@@ -62,6 +62,8 @@ class CaseMaterial:
     original_score_seq: int | None
     original_score: float | None
     stage0: Stage0Verdict | None = None
+    #: The slot-fill the original score judged (what a judge-only re-score judges again).
+    recorded_fill: SlotFill | None = None
 
 
 @dataclass
@@ -153,7 +155,8 @@ def gather(reader: RecordingReader, case: Case) -> CaseMaterial:
     return CaseMaterial(case=case, entry=entry, pool_entry=PoolDimension.model_validate(pool_data) if pool_data else None,
                         task_text=task["task"], memory=read.memory, history=[(t.role, t.text) for t in dialogue],
                         original_score_seq=original.seq if original is not None else None,
-                        original_score=original.score if original is not None else None, stage0=stage0)
+                        original_score=original.score if original is not None else None, stage0=stage0,
+                        recorded_fill=fill)
 
 
 def _unit_inputs(reader: RecordingReader, case: Case) -> dict[str, Any]:
@@ -169,14 +172,16 @@ def _unit_inputs(reader: RecordingReader, case: Case) -> dict[str, Any]:
 async def rescore(record: Path, cases: Iterable[Case], *, chat_factory: Callable[[Recorder], Any],
                   context_tokens: int, attribution: bool = True, on_text: TextSink | None = None,
                   on_event: EventSink | None = None, max_tokens: int | None = 200,
-                  policy: ExclusionPolicy | None = None, layer: str | None = None) -> list[RescoreResult]:
+                  policy: ExclusionPolicy | None = None, layer: str | None = None,
+                  judge_only: bool = False) -> list[RescoreResult]:
     """Re-score ``cases`` and append the results to ``record``. ``chat_factory`` builds the chat
     client bound to the recorder (so the new LLM calls are recorded in the same recording).
     ``policy`` defaults to the one the recording was made under (an imported release run: paper).
     A stage-0 verdict already recorded for a (user, dimension) — for an imported run, the
     release's own — is reused, never asked again: one verdict per (user, dimension). ``layer``
     keeps the new judgments as that named layer (``EventBase.layer``) instead of replacing the
-    current outcome."""
+    current outcome. ``judge_only`` judges the recorded slot-fill again instead of filling anew (a
+    judge's sensitivity alone: no slot-filler call, no attribution)."""
     with open_recording(record) as reader:
         materials = [gather(reader, case) for case in cases]
         chosen = policy or policy_of(reader.header.config)
@@ -191,8 +196,8 @@ async def rescore(record: Path, cases: Iterable[Case], *, chat_factory: Callable
         run.scrub = getattr(chat, "scrub", None)
         try:
             for material in materials:
-                results.append(await _one(chat, recorder, material, context_tokens, attribution, on_text,
-                                          max_tokens, chosen, framing))
+                results.append(await _one(chat, recorder, material, context_tokens, attribution and not judge_only,
+                                          on_text, max_tokens, chosen, framing, judge_only))
         finally:
             await chat.aclose()
     return results
@@ -200,14 +205,18 @@ async def rescore(record: Path, cases: Iterable[Case], *, chat_factory: Callable
 
 async def _one(chat: ChatClient, recorder: _ObservedRecorder, material: CaseMaterial, context_tokens: int,
                attribution: bool, on_text: TextSink | None, max_tokens: int | None,
-               policy: ExclusionPolicy, framing: Framing) -> RescoreResult:
+               policy: ExclusionPolicy, framing: Framing, judge_only: bool = False) -> RescoreResult:
     case = material.case
     first = len(recorder.emitted)
     with recorder.span(f"rescore {case.dimension} {case.mode}", "rescore", user_id=case.user_id, system=case.system,
-                       dimension=case.dimension, mode=case.mode, rescore_of=material.original_score_seq):
-        fill = await slot_fill(chat, recorder, material.entry, material.pool_entry, material.memory, case.mode,
-                               context_tokens=context_tokens, max_tokens=max_tokens, on_text=on_text, policy=policy,
-                               framing=framing)
+                       dimension=case.dimension, mode=case.mode, rescore_of=material.original_score_seq,
+                       judge_only=judge_only):
+        if judge_only and material.recorded_fill is not None:
+            fill = material.recorded_fill
+        else:
+            fill = await slot_fill(chat, recorder, material.entry, material.pool_entry, material.memory, case.mode,
+                                   context_tokens=context_tokens, max_tokens=max_tokens, on_text=on_text,
+                                   policy=policy, framing=framing)
         score = await judge(chat, recorder, material.entry, fill, max_tokens=max_tokens,
                             rescore_of=material.original_score_seq, on_text=on_text, policy=policy, framing=framing)
         label = None

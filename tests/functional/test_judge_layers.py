@@ -70,3 +70,34 @@ def test_a_layered_rescore_leaves_the_run_own_scores_current(tmp_path: Path, mon
 def test_a_bad_layer_name_is_one_clear_error(name: str) -> None:
     with pytest.raises(ConfigError, match="--layer"):
         check_layer_name(name, where="--layer")
+
+
+def test_a_judge_only_layer_judges_the_recorded_fill_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from memprobe_engine.llm.client import ChatClient
+    from memprobe_engine.llm.config import LLMConfig
+    from memprobe_engine.llm.spec import parse_spec
+    from memprobe_engine.recovery.rescore import Case, rescore
+    from tests.functional import recovery_oracle
+    from tests.functional.recovery_oracle import RecoveryOracle
+
+    record = tmp_path / "amem"
+    shutil.copytree(SHIPPED, record, ignore=shutil.ignore_patterns("writer.lock"))
+    dims = ["mathematics_skill", "writing_skill"]
+    for dimension in dims:
+        monkeypatch.setitem(recovery_oracle.PLAN, dimension, (0.75, True, True, "agent_elicitation_failure"))
+    oracle = RecoveryOracle()
+    config = LLMConfig(models={"default": parse_spec("openai:scripted@http://127.0.0.1:9/v1")})
+    with open_recording(record) as reader:
+        fills = {e.dimension: e.label for e in reader.iter_events(kinds=["slot_fill"])
+                 if e.dimension in dims and e.mode == "retrieve"}
+    results = asyncio.run(rescore(record, [Case("user_001", "amem", d, "retrieve") for d in dims],
+                                  context_tokens=1_000_000, layer="judge-b", judge_only=True,
+                                  chat_factory=lambda recorder: ChatClient(
+                                      config, recorder, backend_factory=lambda spec: oracle)))
+    assert oracle.by_role["slot_filler"] == 0 and oracle.by_role["recovery_judge"] <= 2
+    assert [r.label for r in results] == [fills[d] for d in dims]  # the recorded fills, judged again
+    with open_recording(record) as reader:
+        layered = [e for e in reader.iter_events() if e.layer == "judge-b"]
+    assert "slot_fill" not in {e.kind for e in layered} and "attribution_label" not in {e.kind for e in layered}
+    layer = load_frames([record], layer="judge-b").scores
+    assert sorted(layer["dimension"]) == dims
