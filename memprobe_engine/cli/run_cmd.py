@@ -46,7 +46,12 @@ def unique(flag: str, names: list[str]) -> list[str]:
     return names
 
 
-def _shard(value: str) -> tuple[int, int]:
+def _shard(value: str | None) -> tuple[int, int]:
+    """``--shard I/N``; without it, a Slurm array task's shard, else the whole run (0/1)."""
+    if value is None:
+        from memprobe_engine.orchestration.units import shard_from_env
+
+        return shard_from_env(os.environ) or (0, 1)
     try:
         index, total = (int(x) for x in value.split("/"))
     except ValueError:
@@ -78,8 +83,10 @@ def run(
                                              "dimensions scored at once per unit. Each model is further paced by "
                                              "its spec's concurrency (the embedded model: one request per slot).")
                            ] = DEFAULT_RUN_CONCURRENCY,
-    shard: Annotated[str, typer.Option(help="Run shard I of N (writes DIR.shard-I-of-N; join with memprobe merge).")]
-    = "0/1",
+    shard: Annotated[Optional[str], typer.Option(
+        help="Run shard I of N (writes DIR.shard-I-of-N; join with memprobe merge). Default: in a Slurm job array, "
+             "the array task's shard ((SLURM_ARRAY_TASK_ID - MIN) / STEP of SLURM_ARRAY_TASK_COUNT), else 0/1.")]
+    = None,
     seed: Annotated[int, typer.Option(help="Run seed (sampling seeds, memory ids).")] = 0,
     agent_max_tokens: Annotated[Optional[int], typer.Option(help="Cap on assistant reply tokens (0 or default: "
                                                             "none, as in the release).")] = None,

@@ -4,6 +4,7 @@ A run is a list of independent units (user × system in protocol A, episode × s
 Units run concurrently up to ``concurrency``; inside a unit everything is sequential, since memory
 persists across a user's tasks or an episode's sessions. A shard ``i/n`` takes every n-th unit of
 the full list starting at i, and records into its own folder (merged later by ``memprobe merge``).
+Inside a Slurm job array, the shard defaults to the array task's (:func:`shard_from_env`).
 """
 
 from __future__ import annotations
@@ -11,10 +12,11 @@ from __future__ import annotations
 import asyncio
 import time
 import zlib
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TypeVar
 
+from memprobe_engine.errors import ConfigError
 from memprobe_engine.orchestration.progress import ProgressHook
 
 T = TypeVar("T")
@@ -23,6 +25,32 @@ T = TypeVar("T")
 def select_units(units: Sequence[T], shard: tuple[int, int]) -> list[T]:
     """The units of shard ``shard`` (index, count), in the run's order."""
     return [unit for i, unit in enumerate(units) if i % shard[1] == shard[0]]
+
+
+#: The Slurm job-array variables a shard is read from when ``--shard`` is not given.
+SLURM_ARRAY_VARIABLES = ("SLURM_ARRAY_TASK_ID", "SLURM_ARRAY_TASK_COUNT", "SLURM_ARRAY_TASK_MIN",
+                         "SLURM_ARRAY_TASK_STEP")
+
+
+def shard_from_env(env: Mapping[str, str]) -> tuple[int, int] | None:
+    """The shard of a Slurm job-array task (``sbatch --array=0-7``): index (ID − MIN) / STEP of COUNT;
+    None outside an array. An array whose task ids are not one evenly stepped range (``--array=1,5,6``)
+    cannot be mapped onto shards: a ConfigError says to pass --shard."""
+    task_id = env.get("SLURM_ARRAY_TASK_ID", "").strip()
+    if not task_id:
+        return None
+    try:
+        ident, count = int(task_id), int(env.get("SLURM_ARRAY_TASK_COUNT", ""))
+        first, step = int(env.get("SLURM_ARRAY_TASK_MIN", "0") or 0), int(env.get("SLURM_ARRAY_TASK_STEP", "1") or 1)
+    except ValueError:
+        raise ConfigError(f"SLURM_ARRAY_TASK_ID is {task_id!r} but SLURM_ARRAY_TASK_COUNT / _MIN / _STEP are not all "
+                          f"whole numbers ({', '.join(f'{n}={env.get(n)!r}' for n in SLURM_ARRAY_VARIABLES)}). Pass "
+                          f"--shard I/N explicitly.") from None
+    index, rest = divmod(ident - first, max(step, 1))
+    if rest or not 0 <= index < count:
+        raise ConfigError(f"Slurm array task {ident} (ids from {first} in steps of {step}, {count} tasks) is not one "
+                          f"of {count} evenly stepped shards. Use --array=0-{count - 1}, or pass --shard I/N.")
+    return index, count
 
 
 def shard_record_dir(record: Path, shard: tuple[int, int]) -> Path:
@@ -61,4 +89,4 @@ async def run_units(units: Sequence[tuple[str, Callable[[], Awaitable[None]]]], 
             group.create_task(one(label, work))
 
 
-__all__ = ["UnitTally", "run_units", "select_units", "shard_record_dir", "unit_seed"]
+__all__ = ["UnitTally", "run_units", "select_units", "shard_from_env", "shard_record_dir", "unit_seed"]
