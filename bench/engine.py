@@ -3,11 +3,15 @@
 1. Overhead per LLM call: a zero-latency backend, 3 users × 31 dimensions × 2 systems (nomem,
    longctx_full), recorded to disk. Embeddings use a hashing embedder here, because the sentence
    model's compute belongs to the system under test, not to engine overhead. Target ≤ 2 ms/call.
-2. Concurrency: a backend that sleeps 100 ms per call; wall time at --concurrency 1 vs 16 on a
+2. Overhead per LLM call with the HTTP client included: the same job through the real
+   OpenAI-compatible backend against a loopback endpoint in its own process that answers at once
+   (tests/loopback_endpoint.py); CPU of this process per recorded call (the endpoint's apart).
+   Target ≤ 1 ms/call (issue 23).
+3. Concurrency: a backend that sleeps 100 ms per call; wall time at --concurrency 1 vs 16 on a
    workload of 16 units (8 users — the 3 sample users plus renamed copies — × 2 systems, 4
    dimensions each). Target speed-up ≥ 12×.
 
-    python bench/engine.py [--skip-concurrency]
+    python bench/engine.py [--skip-concurrency] [--skip-http]
 """
 
 from __future__ import annotations
@@ -99,6 +103,30 @@ def overhead(workdir: Path) -> None:
           f"{', '.join(f'{x:.3f}' for x in per_call)})   target <= 2 ms")
 
 
+def http_overhead(workdir: Path) -> None:
+    from tests.loopback_endpoint import running_endpoint
+
+    plan = RecoveryPlan(sessions_dir=ROOT / "sessions", users=None, dimensions=None, systems=["nomem", "longctx_full"],
+                        modes=["dump_all", "retrieve"], settings=RolloutSettings(max_turns=3))
+    runs = []
+    with running_endpoint(0.0) as (url, _):
+        config = LLMConfig(models={"default": parse_spec(f"openai:scripted@{url}")})
+        for attempt in range(3):
+            record = workdir / f"http-{attempt}"
+            cpu_started, started = time.process_time(), time.perf_counter()
+            asyncio.run(run_recovery(plan, record, llm_config=config, concurrency=1, embedder=HashingEmbedder()))
+            cpu, elapsed = time.process_time() - cpu_started, time.perf_counter() - started
+            calls = sum(1 for _ in open_recording(record).iter_events(kinds=["llm_call"]))
+            sent = sum(1 for e in open_recording(record).iter_events(kinds=["llm_call"]) if not e.cache_hit)
+            runs.append((cpu, elapsed, calls, sent))
+    per_call = [1000 * cpu / calls for cpu, _, calls, _ in runs]
+    _, _, calls, sent = runs[0]
+    print(f"http       the same job over HTTP to a loopback endpoint: {calls:,} recorded calls ({sent:,} sent)")
+    print(f"           wall {statistics.median(r[1] for r in runs):.2f} s median of 3; CPU "
+          f"{statistics.median(per_call):.3f} ms per call median (runs: {', '.join(f'{x:.3f}' for x in per_call)})"
+          f"   target <= 1 ms")
+
+
 def concurrency(workdir: Path) -> None:
     sessions = sessions_with_copies(workdir / "sessions", copies=5)
     users = sorted(p.name for p in (sessions / "users").iterdir())
@@ -122,10 +150,13 @@ def concurrency(workdir: Path) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--skip-concurrency", action="store_true")
+    parser.add_argument("--skip-http", action="store_true")
     args = parser.parse_args()
     workdir = Path(tempfile.mkdtemp(prefix="memprobe-engine-bench-"))
     try:
         overhead(workdir)
+        if not args.skip_http:
+            http_overhead(workdir)
         if not args.skip_concurrency:
             concurrency(workdir)
     finally:

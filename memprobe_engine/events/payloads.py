@@ -127,6 +127,10 @@ def recover_payload_tail(path: Path) -> None:
         handle.truncate(complete_end)
 
 
+#: How many distinct texts :class:`PayloadWriter` remembers before it starts over.
+TEXT_MEMO_SIZE = 20_000
+
+
 class PayloadWriter:
     """Appends payloads not yet stored; remembers which hashes the file already holds.
 
@@ -140,8 +144,26 @@ class PayloadWriter:
         self._fd = os.open(self._path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         self._lock = threading.Lock()
         self._scrub = scrub
+        #: Texts stored already → their reference: a run stores the same long prompt texts on every
+        #: call of a conversation, and serializing and hashing them again cost more than the lookup.
+        self._texts: dict[str, str] = {}
+
+    def forget_texts(self) -> None:
+        """Drop the text memo (the scrub changed: a text may now be stored differently)."""
+        self._texts.clear()
 
     def put(self, data: JSONValue) -> str:
+        if isinstance(data, str):
+            known = self._texts.get(data)
+            if known is not None:
+                return known
+            if len(self._texts) >= TEXT_MEMO_SIZE:
+                self._texts.clear()
+            ref = self._texts[data] = self._put(data)
+            return ref
+        return self._put(data)
+
+    def _put(self, data: JSONValue) -> str:
         if self._scrub is not None:
             blob = orjson.dumps(data)
             clean = self._scrub(blob)

@@ -50,6 +50,7 @@ class EventWriter:
         one that removes configured API keys). The format itself knows nothing about keys."""
         if scrub not in self._scrubs:
             self._scrubs.append(scrub)
+        self.payloads.forget_texts()  # the scrub may change how a remembered text is stored
 
     def _scrub(self, blob: bytes) -> bytes:
         for scrub in self._scrubs:

@@ -61,6 +61,8 @@ RETRY_AFTER_CAP_S = 120.0
 #: A refused connection: retried this many times (at most), after this many seconds.
 REFUSED_RETRIES = 1
 REFUSED_WAIT_S = 0.25
+#: How many distinct texts :meth:`ChatClient.scrub` remembers before it starts over.
+SCRUB_MEMO_SIZE = 20_000
 
 BackendFactory = Callable[[ModelSpec], ChatBackend]
 
@@ -170,6 +172,12 @@ class ChatClient:
         self._backends: dict[str, tuple[ChatBackend, asyncio.Semaphore]] = {}
         self._in_flight: dict[str, asyncio.Future[ChatResult]] = {}
         self._learned_secrets: set[str] = set()
+        self._secrets: list[str] | None = None  # secret_values(), worked out once per change
+        #: Texts already scrubbed → their scrubbed form: a conversation's messages are recorded again
+        #: on every later call of it, and the key-shape regexes cost more than the rest of a record.
+        self._scrubbed_texts: dict[str, str] = {}
+        self._endpoints: dict[str, str] = {}
+        self._identities: dict[int, tuple[ModelSpec, str]] = {}
         if self.secret_values():
             self._scrub_writes()
 
@@ -184,6 +192,8 @@ class ChatClient:
         value = value.strip()
         if len(value) >= 4 and value not in self._learned_secrets:
             self._learned_secrets.add(value)
+            self._secrets = None
+            self._scrubbed_texts.clear()
             self._scrub_writes()
 
     def spec_for(self, role: str) -> ModelSpec:
@@ -250,8 +260,15 @@ class ChatClient:
         call.request_hash = request_hash(call.request(), backend=spec.backend)
         return call
 
+    def _identity(self, spec: ModelSpec) -> str:
+        """``spec.identity_key()``, worked out once per spec object (it serializes the whole spec)."""
+        known = self._identities.get(id(spec))
+        if known is None or known[0] is not spec:
+            known = self._identities[id(spec)] = (spec, spec.identity_key())
+        return known[1]
+
     def _backend_for(self, spec: ModelSpec) -> tuple[ChatBackend, asyncio.Semaphore]:
-        key = spec.identity_key()
+        key = self._identity(spec)
         entry = self._backends.get(key)
         if entry is None:
             if self._factory is not None:
@@ -268,7 +285,7 @@ class ChatClient:
         call.requests += 1
         if self.cache is None or call.spec.backend == "replay":
             return None
-        hit = self.cache.get(key, endpoint_of(call.spec, self._env))
+        hit = self.cache.get(key, self._endpoint(call.spec))
         if hit is not None:
             hit = self._scrubbed(hit)  # an entry cached before its key was configured
             call.cache_hits += 1
@@ -278,14 +295,14 @@ class ChatClient:
     def _store(self, call: _Call, key: str, result: ChatResult) -> None:
         call.add_usage(result.usage)
         if self.cache is not None and call.spec.backend != "replay":
-            self.cache.put(key, result, endpoint_of(call.spec, self._env))
+            self.cache.put(key, result, self._endpoint(call.spec))
 
     async def _round(self, call: _Call) -> str:
         """Send the current conversation once (cache, then backend with retries); return the text."""
         request = call.request()
         key = request_hash(request, backend=call.spec.backend)
         result = self._cached(call, key)
-        sending = f"{key}@{endpoint_of(call.spec, self._env)}"  # the same request to the same server
+        sending = f"{key}@{self._endpoint(call.spec)}"  # the same request to the same server
         if result is None and self.cache is not None and call.spec.backend != "replay" and sending in self._in_flight:
             # The same request is already on its way (another unit, concurrently): share its answer
             # exactly as a cache hit would, instead of sending it twice.
@@ -428,6 +445,11 @@ class ChatClient:
 
     def secret_values(self) -> list[str]:
         """The values of every configured key variable (OPENAI_API_KEY and each spec's api_key_env)."""
+        if self._secrets is None:
+            self._secrets = self._find_secret_values()
+        return self._secrets
+
+    def _find_secret_values(self) -> list[str]:
         names = {"OPENAI_API_KEY"}
         for spec in self.config.models.values():
             fallback = parse_spec(spec.fallback) if spec.fallback else None
@@ -438,9 +460,25 @@ class ChatClient:
     def scrub(self, text: str) -> str:
         """Remove API keys: values of the configured key variables and learned keys, and anything
         key-shaped."""
+        done = self._scrubbed_texts.get(text)
+        if done is not None:
+            return done
+        clean = text
         for value in self.secret_values():
-            text = text.replace(value, "***")
-        return scrub_shapes(text)
+            clean = clean.replace(value, "***")
+        clean = scrub_shapes(clean)
+        if len(self._scrubbed_texts) >= SCRUB_MEMO_SIZE:
+            self._scrubbed_texts.clear()
+        self._scrubbed_texts[text] = clean
+        return clean
+
+    def _endpoint(self, spec: ModelSpec) -> str:
+        """:func:`endpoint_of` ``spec``, worked out once per spec."""
+        key = self._identity(spec)
+        endpoint = self._endpoints.get(key)
+        if endpoint is None:
+            endpoint = self._endpoints[key] = endpoint_of(spec, self._env)
+        return endpoint
 
     def scrub_bytes(self, blob: bytes) -> bytes:
         """The writer's line filter: configured key values (raw and JSON-escaped) become ``***``."""

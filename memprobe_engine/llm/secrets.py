@@ -44,10 +44,18 @@ OPEN_SHAPES = (
 )
 
 
+#: Cheap tests that a text may hold a shape at all: the key-shape regex tries every position of a
+#: text, which cost ~0.3 ms on a long prompt, while a plain substring search costs microseconds.
+_PREFIXES = tuple(prefix for prefix, _ in KEY_PREFIXES)
+_BEARER_WORD = re.compile(r"(?i)bearer")
+
+
 def scrub_shapes(text: str) -> str:
     """``text`` with every key-shaped token replaced by its prefix and ``***``."""
-    for shape in (KEY_SHAPE, BEARER_SHAPE):
-        text = shape.sub(lambda found: found.group("prefix") + "***", text)
+    if any(prefix in text for prefix in _PREFIXES):
+        text = KEY_SHAPE.sub(lambda found: found.group("prefix") + "***", text)
+    if _BEARER_WORD.search(text) is not None:
+        text = BEARER_SHAPE.sub(lambda found: found.group("prefix") + "***", text)
     return text
 
 

@@ -1,14 +1,18 @@
-"""Any OpenAI-compatible chat endpoint (OpenAI, ``vllm serve``, llama.cpp servers) via ``openai``.
+"""Any OpenAI-compatible chat endpoint (OpenAI, ``vllm serve``, llama.cpp servers) over plain HTTP.
 
-The SDK's own retries are off (``max_retries=0``): the chat client retries, so every attempt is
-counted, paced and recorded in one place. This module only maps outcomes: 429, 5xx, timeouts,
-dropped connections and unparseable bodies become :class:`TransientBackendError`; a rejected key,
-an unknown model and other 4xx become :class:`LLMError` with a message naming the setting to fix.
-The API key never appears in a message: it is scrubbed from everything the SDK reports.
+The request is the chat completions API's JSON, written with orjson and sent on a pooled aiohttp
+session; the reply is read as JSON. The ``openai`` SDK built and validated a typed model of every
+request and reply, which cost about 5 ms of CPU per call on this path (bench/engine.py measures
+the whole request path, HTTP client included). Nothing is retried here: the chat client retries, so
+every attempt is counted, paced and recorded in one place. This module only maps outcomes: 429,
+5xx, timeouts, dropped connections and unparseable bodies become :class:`TransientBackendError`; a
+rejected key, an unknown model and other 4xx become :class:`LLMError` with a message naming the
+setting to fix. The API key never appears in a message: it is scrubbed from everything reported.
 """
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import ipaddress
 import os
@@ -16,9 +20,8 @@ from collections.abc import AsyncIterator, Awaitable, Mapping
 from typing import Any, Literal, TypeVar
 from urllib.parse import urlparse
 
-import httpx
-import openai
-from openai import AsyncOpenAI
+import aiohttp
+import orjson
 
 from memprobe_engine.errors import ConfigError, ContextOverflow, LLMError
 from memprobe_engine.llm.backends import silence
@@ -30,6 +33,8 @@ OPENAI_DEFAULT_URL = "https://api.openai.com/v1"
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 LOOPBACK_DUMMY_KEY = "none"
 _CONNECT_TIMEOUT_S = 10.0
+#: Idle keep-alive connections are closed after this long.
+_KEEPALIVE_S = 30.0
 #: Model-name prefixes of OpenAI reasoning models, which reject ``max_tokens`` and take
 #: ``max_completion_tokens`` instead (the recovery release's client makes the same distinction).
 REASONING_PREFIXES = ("gpt-5", "o1", "o3", "o4")
@@ -101,7 +106,11 @@ def resolve_api_key(spec: ModelSpec, base_url: str, env: Mapping[str, str]) -> t
 
 
 class OpenAICompatBackend:
-    """One endpoint and model. ``name`` is what recordings show (``openai``, ``vllm``, ``local``)."""
+    """One endpoint and model. ``name`` is what recordings show (``openai``, ``vllm``, ``local``).
+
+    Requests go out on one pooled aiohttp session per event loop (keep-alive connections reused),
+    bodies serialized with orjson and replies read as plain JSON: no per-call model building.
+    The session is created on first use, in the loop the run uses."""
 
     def __init__(self, base_url: str | None, model: str, api_key: str | None, *, name: str = "openai",
                  timeout_s: float = 600.0, extra_body: dict[str, Any] | None = None,
@@ -113,13 +122,14 @@ class OpenAICompatBackend:
         self.api_key_env = api_key_env or DEFAULT_KEY_ENV
         self._api_key = api_key or LOOPBACK_DUMMY_KEY
         self._extra_body = extra_body
-        timeout = openai.Timeout(timeout_s, connect=min(_CONNECT_TIMEOUT_S, timeout_s))
+        self._timeout = aiohttp.ClientTimeout(total=timeout_s, sock_connect=min(_CONNECT_TIMEOUT_S, timeout_s))
+        self._completions_url = f"{self.base_url.rstrip('/')}/chat/completions"
+        self._headers = {"Authorization": f"Bearer {self._api_key}", "Content-Type": "application/json",
+                         "Accept": "application/json"}
         # A server on this machine is reached directly: an HTTP(S)_PROXY set for the outside world
         # must not swallow loopback traffic (the embedded model's server, a local vLLM).
-        http_client = openai.DefaultAsyncHttpxClient(trust_env=False, timeout=timeout) \
-            if self.base_url and is_loopback(self.base_url) else None
-        self._client = AsyncOpenAI(base_url=self.base_url, api_key=self._api_key, max_retries=0, timeout=timeout,
-                                   http_client=http_client)
+        self._trust_env = not is_loopback(self.base_url)
+        self._session: aiohttp.ClientSession | None = None
 
     @classmethod
     def from_spec(cls, spec: ModelSpec, env: Mapping[str, str] | None = None) -> "OpenAICompatBackend":
@@ -130,7 +140,9 @@ class OpenAICompatBackend:
         return cls(url, spec.model, key, name=spec.backend, timeout_s=spec.timeout_s,
                    extra_body=spec.extra_body, api_key_env=key_env, token_param=spec.token_param)
 
-    def _arguments(self, request: ChatRequest, extra_body: dict[str, Any] | None = None) -> dict[str, Any]:
+    def _body(self, request: ChatRequest, extra_body: dict[str, Any] | None = None, *,
+              stream: bool = False) -> bytes:
+        """The request body, as the chat completions API reads it (``extra_body`` merged at the top)."""
         params = request.params
         args: dict[str, Any] = {
             "model": self.model,
@@ -148,60 +160,109 @@ class OpenAICompatBackend:
         if request.response_schema is not None:
             args["response_format"] = {"type": "json_schema", "json_schema": {
                 "name": "response", "schema": request.response_schema, "strict": True}}
-        if self._extra_body or extra_body:
-            args["extra_body"] = {**(self._extra_body or {}), **(extra_body or {})}
-        return args
+        if stream:
+            args["stream"] = True
+        if self._extra_body:
+            args.update(self._extra_body)
+        if extra_body:
+            args.update(extra_body)
+        return orjson.dumps(args)
+
+    def _client(self) -> aiohttp.ClientSession:
+        """The pooled session of the running loop (a new one if the loop changed since)."""
+        session = self._session
+        loop = asyncio.get_running_loop()
+        if session is None or session.closed or getattr(session, "_loop", loop) is not loop:
+            connector = aiohttp.TCPConnector(limit=0, keepalive_timeout=_KEEPALIVE_S)
+            session = aiohttp.ClientSession(connector=connector, timeout=self._timeout, trust_env=self._trust_env,
+                                            json_serialize=lambda value: orjson.dumps(value).decode(),
+                                            skip_auto_headers=("User-Agent",))
+            self._session = session
+        return session
 
     async def complete(self, request: ChatRequest, *, extra_body: dict[str, Any] | None = None) -> ChatResult:
         """One attempt; see the module docstring for how failures are classified. ``extra_body`` adds
         server-specific request fields that are not part of the request's identity (a slot to use)."""
+        body = self._body(request, extra_body)
         try:
-            response: Any = await self._watched(self._client.chat.completions.create(
-                **self._arguments(request, extra_body)))
-        except EndpointSilent:
+            status, headers, payload = await self._watched(self._post(body))
+        except (EndpointSilent, TransientBackendError, LLMError):
             raise
-        except Exception as err:  # noqa: BLE001 — every SDK failure is classified, none escapes raw
+        except Exception as err:  # noqa: BLE001 — every transport failure is classified, none escapes raw
             raise self._classify(err) from None
-        choices = getattr(response, "choices", None)
-        if isinstance(response, str) or not choices:
+        if status >= 400:
+            raise self._status_error(status, headers, payload)
+        return self._result(headers, payload)
+
+    async def _post(self, body: bytes) -> tuple[int, Mapping[str, str], bytes]:
+        async with self._client().post(self._completions_url, data=body, headers=self._headers) as response:
+            return response.status, response.headers, await response.read()
+
+    def _result(self, headers: Mapping[str, str], payload: bytes) -> ChatResult:
+        try:
+            response = orjson.loads(payload)
+        except orjson.JSONDecodeError:
+            if "json" in headers.get("Content-Type", "").lower():
+                raise TransientBackendError(f"{self.base_url} answered with a body that is not valid JSON "
+                                            f"({self._scrub(payload[:120].decode('utf-8', 'replace'))!r})") from None
+            response = payload.decode("utf-8", "replace")
+        choices = response.get("choices") if isinstance(response, dict) else None
+        if not choices or not isinstance(choices, list) or not isinstance(choices[0], dict):
             raise TransientBackendError(f"{self.base_url} answered with a body that is not a chat completion "
                                         f"({self._scrub(str(response))[:120]!r})")
+        assert isinstance(response, dict)
         choice = choices[0]
-        message = getattr(choice, "message", None)
-        text = getattr(message, "content", None) or ""
-        usage = getattr(response, "usage", None)
-        details = getattr(usage, "prompt_tokens_details", None)
+        message = choice.get("message")
+        text = (message.get("content") if isinstance(message, dict) else None) or ""
+        usage: dict[str, Any] = response.get("usage") or {}
+        usage = usage if isinstance(usage, dict) else {}
+        details: dict[str, Any] = usage.get("prompt_tokens_details") or {}
+        details = details if isinstance(details, dict) else {}
         return ChatResult(
             text=text,
-            usage=Usage(prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
-                        completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
-                        cached_prompt_tokens=getattr(details, "cached_tokens", 0) or 0),
-            model=getattr(response, "model", None) or None,
-            finish_reason=getattr(choice, "finish_reason", None))
+            usage=Usage(prompt_tokens=usage.get("prompt_tokens") or 0,
+                        completion_tokens=usage.get("completion_tokens") or 0,
+                        cached_prompt_tokens=details.get("cached_tokens") or 0),
+            model=response.get("model") or None,
+            finish_reason=choice.get("finish_reason"))
 
     async def stream(self, request: ChatRequest, *,
                      extra_body: dict[str, Any] | None = None) -> AsyncIterator[str]:
-        """Yield content deltas as the server produces them."""
+        """Yield content deltas as the server produces them (server-sent events)."""
+        body = self._body(request, extra_body, stream=True)
         try:
-            chunks: Any = await self._watched(self._client.chat.completions.create(
-                **self._arguments(request, extra_body), stream=True))
-        except EndpointSilent:
+            response = await self._watched(self._client().post(self._completions_url, data=body,
+                                                               headers=self._headers))
+        except (EndpointSilent, TransientBackendError, LLMError):
             raise
         except Exception as err:  # noqa: BLE001
             raise self._classify(err) from None
         try:
-            async for chunk in chunks:
-                for choice in getattr(chunk, "choices", None) or []:
-                    piece = getattr(getattr(choice, "delta", None), "content", None)
+            if response.status >= 400:
+                raise self._status_error(response.status, response.headers, await response.read())
+            async for line in response.content:
+                data = line.strip()
+                if not data.startswith(b"data:"):
+                    continue
+                data = data[5:].strip()
+                if data == b"[DONE]":
+                    break
+                chunk = orjson.loads(data)
+                for choice in chunk.get("choices") or []:
+                    piece = (choice.get("delta") or {}).get("content")
                     if piece:
                         yield piece
+        except (TransientBackendError, LLMError):
+            raise
         except Exception as err:  # noqa: BLE001
             raise self._classify(err) from None
         finally:
-            await chunks.close()
+            response.release()
 
     async def aclose(self) -> None:
-        await self._client.close()
+        session, self._session = self._session, None
+        if session is not None and not session.closed:
+            await session.close()
 
     async def _watched(self, pending: Awaitable[T]) -> T:
         """``pending`` (a request to this endpoint), ended early if the endpoint falls silent."""
@@ -210,12 +271,13 @@ class OpenAICompatBackend:
     async def _answers(self) -> bool:
         """Whether the endpoint answers anything (any HTTP status) to ``GET /models`` on a new
         connection within the probe timeout: alive, perhaps busy, rather than hung."""
-        loopback = is_loopback(self.base_url)
-        async with httpx.AsyncClient(trust_env=not loopback, timeout=silence.PROBE_TIMEOUT_S) as probe:
+        timeout = aiohttp.ClientTimeout(total=silence.PROBE_TIMEOUT_S)
+        async with aiohttp.ClientSession(timeout=timeout, trust_env=self._trust_env) as probe:
             try:
-                await probe.get(f"{self.base_url.rstrip('/')}/models",
-                                headers={"Authorization": f"Bearer {self._api_key}"})
-            except httpx.HTTPError:
+                async with probe.get(f"{self.base_url.rstrip('/')}/models",
+                                     headers={"Authorization": f"Bearer {self._api_key}"}) as answer:
+                    await answer.read()
+            except (aiohttp.ClientError, asyncio.TimeoutError, OSError):
                 return False
         return True
 
@@ -225,47 +287,48 @@ class OpenAICompatBackend:
         return text
 
     def _classify(self, err: Exception) -> Exception:
-        """Map an SDK (or transport) failure to TransientBackendError or LLMError."""
+        """Map a transport failure (no HTTP answer) to TransientBackendError or LLMError."""
         url = self.base_url
-        detail = self._scrub(_describe(err))
-        if isinstance(err, openai.APITimeoutError):
-            return EndpointTimedOut(f"{url} did not answer in time ({detail})")
-        if isinstance(err, openai.APIConnectionError):
-            cause = self._scrub(str(err.__cause__ or err))
+        if isinstance(err, (asyncio.TimeoutError, aiohttp.ServerTimeoutError)):
+            return EndpointTimedOut(f"{url} did not answer in time ({self._scrub(_describe(err))})")
+        if isinstance(err, (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError, ConnectionError)):
             refused = _refused(err)
+            cause = self._scrub(_describe(err))
             return EndpointUnreachable(f"cannot reach {url} ({'connection refused' if refused else cause})",
                                        refused=refused)
-        if isinstance(err, openai.AuthenticationError) or isinstance(err, openai.PermissionDeniedError):
-            status = getattr(err, "status_code", 401)
+        if isinstance(err, ValueError):  # a streamed event that is not JSON
+            return TransientBackendError(f"{url} answered with a body that is not valid JSON "
+                                         f"({self._scrub(_describe(err))})")
+        if isinstance(err, (LLMError, TransientBackendError)):
+            return err
+        return LLMError(f"request to {url} failed unexpectedly: {self._scrub(_describe(err))}")
+
+    def _status_error(self, status: int, headers: Mapping[str, str], payload: bytes) -> Exception:
+        """Map an HTTP error answer to TransientBackendError, ContextOverflow or LLMError."""
+        url = self.base_url
+        raw = payload.decode("utf-8", "replace")
+        detail = self._scrub(_error_detail(raw))[:300]
+        if status in (401, 403):
             if self._api_key == LOOPBACK_DUMMY_KEY:
                 return LLMError(f"{url} requires an API key (HTTP {status}) but none is set: put the key in an "
                                 f"environment variable and name it with api_key_env in the [models.ROLE] "
                                 f"table of the config file, or set {DEFAULT_KEY_ENV}.")
             return LLMError(f"{url} rejected the API key from the environment variable {self.api_key_env} "
                             f"(HTTP {status}: {detail}). Set a valid key in {self.api_key_env}.")
-        if isinstance(err, openai.NotFoundError):
+        if status == 404:
             return LLMError(f"{url} does not serve the model {self.model!r} (HTTP 404: {detail}). List the "
                             f"models it serves with `curl {url}/models` and fix the model name in the spec "
                             f"(a URL usually ends in /v1).")
-        if isinstance(err, openai.RateLimitError):
+        if status == 429:
             return TransientBackendError(f"{url} is rate limiting (HTTP 429: {detail})",
-                                         retry_after_s=_retry_after(err))
-        if isinstance(err, openai.APIResponseValidationError):
-            return TransientBackendError(f"{url} answered with an invalid body ({detail})")
-        if isinstance(err, openai.APIStatusError):
-            status = err.status_code
-            if status in (400, 413) and any(marker in detail.lower() for marker in CONTEXT_OVERFLOW_MARKERS):
-                return ContextOverflow(f"{url} refused the request as longer than the model's context "
-                                       f"(HTTP {status}: {detail}).")
-            if status >= 500 or status in (408, 409):
-                return TransientBackendError(f"{url} failed with HTTP {status} ({detail})",
-                                             retry_after_s=_retry_after(err))
-            return LLMError(f"{url} refused the request for model {self.model!r} (HTTP {status}: {detail}).")
-        if isinstance(err, ValueError):  # the body was not JSON (json.JSONDecodeError and kin)
-            return TransientBackendError(f"{url} answered with a body that is not valid JSON ({detail})")
-        if isinstance(err, (LLMError, TransientBackendError)):
-            return err
-        return LLMError(f"request to {url} failed unexpectedly: {detail}")
+                                         retry_after_s=_retry_after(headers))
+        if status in (400, 413) and any(marker in raw.lower() for marker in CONTEXT_OVERFLOW_MARKERS):
+            return ContextOverflow(f"{url} refused the request as longer than the model's context "
+                                   f"(HTTP {status}: {detail}).")
+        if status >= 500 or status in (408, 409):
+            return TransientBackendError(f"{url} failed with HTTP {status} ({detail})",
+                                         retry_after_s=_retry_after(headers))
+        return LLMError(f"{url} refused the request for model {self.model!r} (HTTP {status}: {detail}).")
 
 
 #: How servers say a request is longer than the context: llama.cpp (``exceed_context_size_error``,
@@ -276,8 +339,8 @@ CONTEXT_OVERFLOW_MARKERS = ("exceed_context_size", "exceeds the available contex
 
 
 def _refused(err: BaseException) -> bool:
-    """Whether the connection was refused (ECONNREFUSED somewhere in the cause chain: the SDK wraps
-    httpx's ConnectError, which wraps the socket's ConnectionRefusedError)."""
+    """Whether the connection was refused (ECONNREFUSED on the error or somewhere in its cause chain:
+    aiohttp's ClientConnectorError carries the socket's errno)."""
     seen: BaseException | None = err
     for _ in range(10):  # a bounded walk: chains are short, and may loop
         if seen is None:
@@ -289,17 +352,28 @@ def _refused(err: BaseException) -> bool:
     return False
 
 
-def _describe(err: Exception) -> str:
-    message = getattr(err, "message", None) or str(err) or type(err).__name__
-    return str(message)[:300]
+def _describe(err: BaseException) -> str:
+    message = str(err) or type(err).__name__
+    return message[:300]
 
 
-def _retry_after(err: Exception) -> float | None:
+def _error_detail(raw: str) -> str:
+    """What an error body says: its ``error.message`` (and type) when it is the usual JSON shape."""
+    try:
+        body = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return raw.strip() or "empty body"
+    error = body.get("error") if isinstance(body, dict) else None
+    if isinstance(error, dict) and error.get("message"):
+        kind = error.get("type") or error.get("code")
+        return f"{error['message']}" + (f" [{kind}]" if kind else "")
+    if isinstance(error, str):
+        return error
+    return raw.strip()
+
+
+def _retry_after(headers: Mapping[str, str]) -> float | None:
     """Seconds from ``retry-after-ms`` / ``retry-after`` headers (an HTTP date is ignored)."""
-    response = getattr(err, "response", None)
-    headers = getattr(response, "headers", None)
-    if headers is None:
-        return None
     for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
         value = headers.get(name)
         if value is None:

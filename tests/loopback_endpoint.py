@@ -1,0 +1,143 @@
+"""A loopback OpenAI-compatible endpoint for engine benchmarks and tests (tests only, never product code).
+
+It answers ``POST …/chat/completions`` with :class:`~tests.functional.recovery_oracle.RecoveryOracle`'s
+scripted replies after a set latency, and ``GET …/models`` at once. It is written on bare asyncio
+(HTTP/1.1 keep-alive, Content-Length bodies) so its own CPU stays small next to the engine's: on a
+2-core machine the endpoint shares the cores with the run it serves.
+
+    python -m tests.loopback_endpoint --delay 0.05 [--port 0] [--fail-after N]
+
+prints ``listening on http://127.0.0.1:PORT/v1`` once it accepts connections. ``--fail-after N``
+answers HTTP 503 to every chat request after the N-th (an endpoint going down mid-run);
+``--exit-after N`` closes the listener and exits instead. A ``SIGTERM`` stops it; ``--log FILE`` then
+receives how many chat requests it answered. :func:`running_endpoint` starts one in its own process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import orjson
+
+from memprobe_engine.llm.types import ChatMessage, ChatRequest
+from tests.functional.recovery_oracle import RecoveryOracle
+
+_STATUS = {200: b"OK", 404: b"Not Found", 503: b"Service Unavailable"}
+
+
+def _response(status: int, body: bytes) -> bytes:
+    return (b"HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n"
+            % (status, _STATUS.get(status, b"Error"), len(body))) + body
+
+
+class LoopbackEndpoint:
+    """The endpoint's state: the oracle, the latency, how many chat requests it answered."""
+
+    def __init__(self, delay_s: float, fail_after: int | None = None, exit_after: int | None = None) -> None:
+        self.oracle = RecoveryOracle()
+        self.delay_s = delay_s
+        self.fail_after = fail_after
+        self.exit_after = exit_after
+        self.answered = 0
+        self.stop = asyncio.Event()
+
+    def chat(self, body: bytes) -> tuple[int, bytes]:
+        request = orjson.loads(body)
+        if self.fail_after is not None and self.answered >= self.fail_after:
+            return 503, b'{"error": {"message": "down for maintenance", "type": "unavailable"}}'
+        messages = tuple(ChatMessage(role=m["role"], content=m["content"]) for m in request["messages"])
+        _, text = self.oracle.answer(ChatRequest(model=request.get("model", "m"), messages=messages))
+        self.answered += 1
+        return 200, orjson.dumps({
+            "id": f"c{self.answered}", "object": "chat.completion", "created": 0, "model": request.get("model"),
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 50, "completion_tokens": 10, "total_tokens": 60}})
+
+    async def serve_connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                request_line, *lines = head.decode("latin-1").split("\r\n")
+                length = 0
+                for line in lines:
+                    name, _, value = line.partition(":")
+                    if name.lower() == "content-length":
+                        length = int(value)
+                body = await reader.readexactly(length) if length else b""
+                method, path = request_line.split(" ")[:2]
+                if method == "POST" and path.endswith("/chat/completions"):
+                    if self.delay_s:
+                        await asyncio.sleep(self.delay_s)
+                    status, payload = self.chat(body)
+                    if self.exit_after is not None and self.answered > self.exit_after:
+                        self.stop.set()
+                        return  # the connection drops without an answer: the endpoint died
+                elif method == "GET" and path.endswith("/models"):
+                    status, payload = 200, b'{"object": "list", "data": [{"id": "scripted"}]}'
+                else:
+                    status, payload = 404, b'{"error": {"message": "no such path"}}'
+                writer.write(_response(status, payload))
+        except (asyncio.IncompleteReadError, ConnectionError, asyncio.LimitOverrunError):
+            pass
+        finally:
+            writer.close()
+
+
+async def serve(args: argparse.Namespace) -> None:
+    endpoint = LoopbackEndpoint(args.delay, args.fail_after, args.exit_after)
+    server = await asyncio.start_server(endpoint.serve_connection, "127.0.0.1", args.port, backlog=512)
+    port = server.sockets[0].getsockname()[1]
+    loop = asyncio.get_running_loop()
+    loop.add_signal_handler(signal.SIGTERM, endpoint.stop.set)
+    loop.add_signal_handler(signal.SIGINT, endpoint.stop.set)
+    print(f"listening on http://127.0.0.1:{port}/v1", flush=True)
+    async with server:
+        await endpoint.stop.wait()
+    if args.log:
+        Path(args.log).write_text(orjson.dumps({"answered": endpoint.answered}).decode())
+
+
+@contextlib.contextmanager
+def running_endpoint(delay_s: float, *extra: str) -> Iterator[tuple[str, subprocess.Popen[str]]]:
+    """Start the endpoint in its own process; yields (its base URL, the process); stopped on exit."""
+    root = Path(__file__).resolve().parents[1]
+    process = subprocess.Popen([sys.executable, "-m", "tests.loopback_endpoint", "--delay", str(delay_s), *extra],
+                               cwd=root, stdout=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        if not line.startswith("listening on "):
+            raise RuntimeError(f"the loopback endpoint did not start: {line!r}")
+        yield line.split()[-1], process
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--delay", type=float, default=0.05, help="seconds before each chat answer")
+    parser.add_argument("--fail-after", type=int, default=None)
+    parser.add_argument("--exit-after", type=int, default=None)
+    parser.add_argument("--log", default=None)
+    args = parser.parse_args()
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(serve(args))
+    sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()
