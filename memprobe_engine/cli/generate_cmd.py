@@ -98,6 +98,9 @@ def episodes(
                                                       "type (see docs/paradigm-realizer.md).", min=1)] = None,
     recheck: Annotated[bool, typer.Option(help="First take written episodes that break the current rules out of "
                                                "episodes.jsonl, so this run redoes their failing sessions.")] = False,
+    retry_excluded: Annotated[Optional[list[str]], typer.Option(help="Excluded episode ids to try again (repeat or "
+                                                               "comma-separate): taken out of excluded.jsonl first; "
+                                                               "their exclusion events stay recorded.")] = None,
 ) -> None:
     """Realize latent specs into a paradigm suite; every call is recorded, re-running resumes."""
     from memprobe_engine.orchestration.progress import CommandProgress
@@ -106,14 +109,15 @@ def episodes(
         raise ConfigError(f"--concurrency {concurrency}: give how many episodes to realize at once, 1 or more.")
 
     ids = [part.strip() for item in (episode or []) for part in item.split(",") if part.strip()] or None
+    retry = tuple(part.strip() for item in (retry_excluded or []) for part in item.split(",") if part.strip())
     with CommandProgress("generate", unit="sessions") as progress:
         asyncio.run(_episodes(specs, out, ids, list(model or []), config, seed, attempts, strong_attempts,
-                              max_tokens, concurrency, filler_cap, recheck, progress))
+                              max_tokens, concurrency, filler_cap, (recheck, retry), progress))
 
 
 async def _episodes(specs: Path, out: Path, ids: list[str] | None, overrides: list[str], config: Path | None,
                     seed: int, attempts: int, strong_attempts: int, max_tokens: int, concurrency: int,
-                    filler_cap: int | None, recheck: bool, progress: CommandProgress) -> None:
+                    filler_cap: int | None, redo: tuple[bool, tuple[str, ...]], progress: CommandProgress) -> None:
     from memprobe_engine.llm.cache import ResponseCache
     from memprobe_engine.llm.config import load_llm_config
     from memprobe_engine.paradigms.realize import RealizeSettings
@@ -122,7 +126,7 @@ async def _episodes(specs: Path, out: Path, ids: list[str] | None, overrides: li
     llm_config = load_llm_config(config, os.environ, role_specs(overrides))
     settings = RealizeSettings(seed=seed, attempts=attempts, strong_attempts=strong_attempts, max_tokens=max_tokens,
                                filler_cap=filler_cap)
-    summary = await realize_suite(RealizeRequest(specs, out, ids, settings, concurrency, recheck), llm_config,
+    summary = await realize_suite(RealizeRequest(specs, out, ids, settings, concurrency, *redo), llm_config,
                                   cache=ResponseCache(), progress=progress.phase, signals=True)
     s = summary.stats
     console.print(f"{s.episodes} episode(s) written, {s.excluded_episodes} excluded, {s.skipped} already done; "

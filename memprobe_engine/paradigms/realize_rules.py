@@ -18,7 +18,7 @@ Problems are returned as short sentences; the realizer shows them to the model w
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from memprobe_engine.paradigms.realize_plan import UPDATE, SessionPlan
 from memprobe_engine.paradigms.suite import LatentSpec, Turn
@@ -58,6 +58,13 @@ _EXAMPLE = re.compile(r"(For example:|The USER line could read:|Begin your reply
                       r"^(USER|ASSISTANT|TOOL): [^\n]*", re.MULTILINE)
 #: A turn sharing this many consecutive words with the prompt copied the instructions.
 COPY_WORDS = 8
+#: A turn sharing this many consecutive words with one outline turn description ("Turn 1 (USER)
+#: says … is no longer current and why, calling the replacement only …") restated the stage
+#: direction, whatever its vocabulary: the split episodes of the first suites had their P1 user turn
+#: written that way, and no instruction word was in the run.
+OUTLINE_COPY_WORDS = 10
+#: An outline line of a prompt: the turn's description, without its "For example" line.
+_OUTLINE_TURN = re.compile(r"^Turn \d+ \((?:USER|ASSISTANT|TOOL)\) (.*?)(?: For example:.*)?$", re.MULTILINE)
 #: The vocabulary of the instructions (third-person stage directions), not of a dialogue.
 _INSTRUCTION_WORDS = frozenset({"user", "user's", "assistant", "assistant's", "turn", "turns", "says", "mentions",
                                 "recalls", "asks", "acknowledges", "confirms", "agrees", "notes", "corrects",
@@ -175,16 +182,29 @@ def asserts_value(turn: Turn, value: str, others: Sequence[str] = ()) -> bool:
 def copies_prompt(turns: Sequence[Turn], prompt: str) -> bool:
     """A turn repeats ``COPY_WORDS`` consecutive words of the prompt's instructions (its example
     lines aside) — a run that includes a word of the instructions' own vocabulary ("says",
-    "assistant", "turn"…). A first-person line that merely matches what the plan asks for ("that
+    "assistant", "turn"…) — or ``OUTLINE_COPY_WORDS`` consecutive words of one outline turn
+    description, whatever its words. A first-person line that merely matches what the plan asks for ("that
     output is stale, it is still 5432") is the plan followed, not copied."""
     words = normalize(_EXAMPLE.sub(" ", prompt)).split()
-    grams = {gram for gram in (tuple(words[i:i + COPY_WORDS]) for i in range(len(words) - COPY_WORDS + 1))
-             if _INSTRUCTION_WORDS.intersection(gram)}
+    grams = {gram for gram in _runs(words, COPY_WORDS) if _INSTRUCTION_WORDS.intersection(gram)}
+    # A run the prompt's example lines also hold (the lead "My timeout setting has changed from 30
+    # seconds to 60 seconds") is the plan followed in the user's words, not a stage direction.
+    offered = set(_runs(normalize(" ".join(m.group(0) for m in _EXAMPLE.finditer(prompt))).split(),
+                        OUTLINE_COPY_WORDS))
+    outline = {gram for what in _OUTLINE_TURN.findall(prompt)
+               for gram in _runs(normalize(what).split(), OUTLINE_COPY_WORDS)} - offered
     for turn in turns:
         said = normalize(turn.content).split()
-        if any(tuple(said[i:i + COPY_WORDS]) in grams for i in range(len(said) - COPY_WORDS + 1)):
+        if any(gram in grams for gram in _runs(said, COPY_WORDS)):
+            return True
+        if any(gram in outline for gram in _runs(said, OUTLINE_COPY_WORDS)):
             return True
     return False
+
+
+def _runs(words: Sequence[str], size: int) -> Iterator[tuple[str, ...]]:
+    """Every run of ``size`` consecutive words."""
+    return (tuple(words[i:i + size]) for i in range(len(words) - size + 1))
 
 
 def narrates(turns: Sequence[Turn]) -> bool:

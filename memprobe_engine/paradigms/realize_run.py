@@ -9,11 +9,14 @@ the same layer protocol-A runs use (:class:`~memprobe_engine.orchestration.resum
 from __future__ import annotations
 
 import datetime as dt
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import orjson
 
 from memprobe_engine.errors import RecordingError
 from memprobe_engine.events.header import HEADER_FILE, new_header
@@ -24,6 +27,7 @@ from memprobe_engine.llm.config import LLMConfig
 from memprobe_engine.orchestration.lifecycle import recorded_run
 from memprobe_engine.orchestration.resume import RecordedResponses, fingerprint, read_resume
 from memprobe_engine.paradigms.realize import (
+    EXCLUDED_FILE,
     GENERATION_DIR,
     AcceptedSession,
     Realizer,
@@ -45,6 +49,10 @@ class RealizeRequest:
     concurrency: int = 2
     #: Take written episodes that break the current rules out first (see realize_recheck).
     recheck: bool = False
+    #: Excluded episodes to try again: taken out of ``excluded.jsonl`` first (their exclusion events
+    #: stay in the recording). Worth it only when their requests changed since (new prompts, new
+    #: rules); otherwise the recorded failures are served back and they are excluded again.
+    retry_excluded: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -103,6 +111,9 @@ async def realize_suite(request: RealizeRequest, llm_config: LLMConfig, *, cache
             if progress is not None:
                 progress(f"{failure.episode_id}: redone, session {failure.session_idx} ({failure.session_type}) "
                          f"breaks the current rules: {'; '.join(failure.problems)}")
+    for episode_id in withdraw_exclusions(request.out, request.retry_excluded):
+        if progress is not None:
+            progress(f"{episode_id}: exclusion withdrawn, tried again")
     run_id = "generate-episodes-" + dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     header = None if resumed else new_header(run_id, "generate", config, collect_provenance(config))
     started = time.monotonic()
@@ -124,3 +135,25 @@ async def realize_suite(request: RealizeRequest, llm_config: LLMConfig, *, cache
             await chat.aclose()
             write_suite_files(request.out, specs_all, request.specs_path)
     return RealizeSummary(stats=stats, wall_s=time.monotonic() - started, recording=record, resumed=resumed)
+
+
+def withdraw_exclusions(out: Path, episode_ids: tuple[str, ...]) -> list[str]:
+    """Take ``episode_ids`` out of ``out/excluded.jsonl`` (all or nothing); the ids taken out."""
+    path = out / EXCLUDED_FILE
+    if not episode_ids or not path.exists():
+        return []
+    kept: list[bytes] = []
+    withdrawn: list[str] = []
+    for line in path.read_bytes().splitlines():
+        if not line.strip():
+            continue
+        episode_id = str(orjson.loads(line).get("episode_id"))
+        if episode_id in episode_ids:
+            withdrawn.append(episode_id)
+        else:
+            kept.append(line)
+    if withdrawn:
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_bytes(b"".join(line + b"\n" for line in kept))
+        os.replace(tmp, path)
+    return withdrawn

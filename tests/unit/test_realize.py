@@ -218,6 +218,13 @@ def test_failed_perturbation_excludes_the_episode(tmp_path: Path) -> None:
     again = author([ALL["PILOT-02B"]])
     realize(tmp_path / "suite", ["PILOT-02B"], again, attempts=1, strong_attempts=1)
     assert again.requests == [], "an excluded episode is not realized again on resume"
+    # Tried again with the same requests, the recorded failures are served back: excluded once more,
+    # at no cost, and listed once.
+    request = RealizeRequest(SPECS, tmp_path / "suite", ["PILOT-02B"], RealizeSettings(attempts=1, strong_attempts=1),
+                             retry_excluded=("PILOT-02B",))
+    retried = asyncio.run(realize_suite(request, CONFIG, backend_factory=lambda spec: again))
+    assert retried.stats.excluded_episodes == 1 and again.requests == []
+    assert len((tmp_path / "suite" / "excluded.jsonl").read_bytes().splitlines()) == 1
 
 
 def test_resume_repeats_no_finished_call(tmp_path: Path) -> None:
@@ -352,6 +359,20 @@ def test_a_session_that_copies_its_outline_fails() -> None:
     assert any("copies the instructions" in p for p in check_session(plan, copied, spec, prompt))
     spoken = _turns(("user", "My colleague set her Kafka broker to 8443 for her own project."),
                     ("assistant", "That port suits her broker."))
+    assert check_session(plan, spoken, spec, prompt) == []
+
+
+def test_a_p1_turn_that_restates_its_outline_direction_fails() -> None:
+    # The flaw of the first suites' split episodes: the P1 user turn was the stage direction itself,
+    # with none of the instructions' own vocabulary in it.
+    spec = ALL["PILOT-19A"]
+    plan = next(p for p in build_plan(spec, filler_cap=1) if p.kind == "perturbation_p1")
+    prompt = session_messages(plan, spec, readable_fact(spec, FACTS), [])[1].content
+    restated = _turns(("user", 'Blue Bottle Coffee is no longer current and why, calling the replacement only '
+                               '"the new one" (never its name).'), ("assistant", "Got it, the new one it is."))
+    assert any("copies the instructions" in p for p in check_session(plan, restated, spec, prompt))
+    spoken = _turns(("user", "My go-to coffee shop is no longer Blue Bottle Coffee: I found a new one that suits "
+                             "me better, because it opens earlier."), ("assistant", "Makes sense."))
     assert check_session(plan, spoken, spec, prompt) == []
 
 
