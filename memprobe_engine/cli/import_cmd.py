@@ -70,9 +70,11 @@ def release_b(
     = Path("imported/release-b"),
     suite: Annotated[str, typer.Option(help="The suite folder name under data/ and results/.")] = "suite56",
 ) -> None:
-    """Write one paradigm recording per report and system with every probe's prediction, re-score each with
-    our rules, and print per report `agreement: N/M probes (P%)` against the upstream match labels; the
-    disagreements and any problems (missing files or episodes, never fatal) go to OUT/import-report.json."""
+    """Write one paradigm recording per report and system with every probe's prediction, score each in both
+    scoring modes (upstream, the default, and corrected) beside the report's own labels, print per report
+    the agreement of each mode with the upstream match labels and a table of each system's headline
+    metrics from upstream's labels and from ours; the disagreements and any problems (missing files or
+    episodes, never fatal) go to OUT/import-report.json."""
     from memprobe_engine.imports.release_b import REPORT_FILE as B_REPORT_FILE
     from memprobe_engine.imports.release_b import import_release_b
     from memprobe_engine.orchestration.progress import CommandProgress
@@ -88,5 +90,13 @@ def release_b(
         where = f" ({escape(problem.run)})" if problem.run else ""
         console.print(f"[{colour}]{problem.level}[/] {escape(problem.file)}: {escape(problem.message)}{where}",
                       markup=True, soft_wrap=True)
+    recordings = [Path(r) for report in result.reports for r in report.recordings]
+    if recordings:
+        from memprobe_engine.paradigms.scoring import mode_layer
+        from memprobe_engine.report.paradigm_report import OWN_SCORES, UPSTREAM_LABELS_LAYER, layer_comparison
+
+        layers = [UPSTREAM_LABELS_LAYER, OWN_SCORES, mode_layer("corrected") or OWN_SCORES]
+        console.print(layer_comparison(recordings, layers, "upstream's labels beside ours (main = the default, "
+                                                           "upstream, scoring mode) %"))
     console.print(f"recordings: {escape(str(result.out / 'recordings'))}/<report>__<system> · "
                   f"{result.wall_s:.1f} s · report: {escape(str(result.out / B_REPORT_FILE))}", markup=True)

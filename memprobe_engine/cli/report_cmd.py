@@ -27,11 +27,18 @@ def report(
     plots: Annotated[Optional[Path], typer.Option(
         "--plots", help="Write the paper's figures as PNG files into this folder (needs the 'plots' extra: "
                         "matplotlib).")] = None,
+    layer: Annotated[Optional[list[str]], typer.Option(
+        "--layer", help="Protocol B: which score layers to print (repeat): main (the run's own scores), "
+                        "scoring:corrected, upstream-labels (an import's own labels), reader:SPEC (a reader "
+                        "ablation).")] = None,
+    scoring: Annotated[Optional[str], typer.Option(
+        "--scoring", help="Protocol B: upstream (the run's own scores, the default mode), corrected, or both.")] = None,
 ) -> None:
     """Print the paper's tables of a run: Tables 2, 3, 4, 13, 14 for protocol A; Tables 1, 2, 3, 5, 7
     (with bootstrap CIs) for a protocol-B paradigm run. Optionally export them with the raw frames."""
     if split_by_protocol(recordings):
-        paradigm_report(recordings, csv=csv, parquet=parquet, tables=tables)
+        paradigm_report(recordings, csv=csv, parquet=parquet, tables=tables,
+                        layers=list(layer or []) + scoring_layers(scoring) or ["main"])
         if plots is not None:
             from memprobe_engine.report.paradigm_frames import load_paradigm_frames
             from memprobe_engine.report.plots import paradigm_plots
@@ -64,6 +71,19 @@ def report(
         from memprobe_engine.report.plots import recovery_plots
 
         _say_plots(recovery_plots(frames.scores, plots), plots)
+
+
+def scoring_layers(scoring: str | None) -> list[str]:
+    """The layers ``--scoring`` names: the default mode is the run's own scores."""
+    from memprobe_engine.errors import ConfigError
+    from memprobe_engine.paradigms.scoring import SCORING_MODES, mode_layer
+
+    if scoring is None:
+        return []
+    modes = list(SCORING_MODES) if scoring == "both" else [scoring]
+    if any(m not in SCORING_MODES for m in modes):
+        raise ConfigError(f"--scoring {scoring}: give upstream, corrected or both.")
+    return [mode_layer(m) or "main" for m in modes]  # type: ignore[arg-type]
 
 
 def _say_plots(written: list[Path], folder: Path) -> None:

@@ -13,6 +13,7 @@ not hold, is a problem named by file — never fatal.
 
 from __future__ import annotations
 
+import re
 import shutil
 import time
 from collections.abc import Callable, Iterator
@@ -25,17 +26,21 @@ import orjson
 from memprobe_engine.errors import ConfigError
 from memprobe_engine.events.header import new_header
 from memprobe_engine.provenance import collect_provenance
-from memprobe_engine.events.paradigms import ProbeAnswer
+from memprobe_engine.events.paradigms import ProbeAnswer, ProbeScore
 from memprobe_engine.events.recorder import Recorder
 from memprobe_engine.events.run import Metric, RunEnd, RunStart
 from memprobe_engine.events.writer import open_writer
 from memprobe_engine.imports.problems import ProblemLog, count_levels, write_report
 from memprobe_engine.paradigms.scoring import (
-    SCORER_VERSION,
+    DEFAULT_SCORING,
+    SCORER_VERSIONS,
+    SCORING_MODES,
     label,
+    mode_layer,
     parse_answer_json,
     score_probe,
 )
+from memprobe_engine.report.paradigm_report import UPSTREAM_LABELS_LAYER
 from memprobe_engine.paradigms.suite import (
     PROBE_TYPES,
     Episode,
@@ -50,11 +55,13 @@ REPORT_FILE = "import-report.json"
 NON_SYSTEM_KEYS = frozenset({"episode_metadata", "stored_memories", "meta"})
 #: Upstream labels we compare against; "execution_error" and "skip" mean excluded on our side.
 UPSTREAM_LABELS = frozenset({"correct", "partial", "incorrect", "execution_error", "skip"})
+_LABEL_SCORE = {"correct": 1.0, "partial": 0.5, "incorrect": 0.0}
 
 
 @dataclass
 class ReportAgreement:
-    """Our labels against the upstream ``match`` labels for one report file (all its systems)."""
+    """Our labels in each scoring mode against the upstream ``match`` labels for one report file
+    (all its systems); ``agree`` / ``by_system`` / ``disagreements`` are the default mode's."""
 
     report: str
     agree: int = 0
@@ -62,11 +69,17 @@ class ReportAgreement:
     by_system: dict[str, list[int]] = field(default_factory=dict)  # system -> [agree, compared]
     recordings: list[str] = field(default_factory=list)
     disagreements: list[dict[str, Any]] = field(default_factory=list)
+    agree_by_mode: dict[str, int] = field(default_factory=dict)
+    disagreements_by_mode: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
     @property
     def line(self) -> str:
-        share = 100.0 * self.agree / self.compared if self.compared else 0.0
-        return f"agreement: {self.agree}/{self.compared} probes ({share:.1f}%)"
+        parts = []
+        for mode in SCORING_MODES:
+            agree = self.agree_by_mode.get(mode, 0)
+            share = 100.0 * agree / self.compared if self.compared else 0.0
+            parts.append(f"{mode} {agree}/{self.compared} ({share:.1f}%)")
+        return "agreement with upstream labels: " + ", ".join(parts) + " probes"
 
 
 @dataclass
@@ -152,7 +165,9 @@ def _import_system(target: Path, report_rel: str, system: str, entries: dict[str
                    log: ProblemLog) -> None:
     protocol = _system_protocol(system)
     config = {"suite": "paradigms", "systems": [system], "input_protocols": {system: protocol},
-              "imported_from": report_rel, "scorer_version": SCORER_VERSION}
+              "imported_from": report_rel, "scoring_mode": DEFAULT_SCORING,
+              "scorer_version": SCORER_VERSIONS[DEFAULT_SCORING],
+              "score_layers": [m for m in (mode_layer(x) for x in SCORING_MODES) if m] + [UPSTREAM_LABELS_LAYER]}
     tmp = target.with_name(target.name + ".tmp")
     if tmp.exists():
         shutil.rmtree(tmp)
@@ -220,23 +235,56 @@ def _import_episode(recorder: Recorder, report_rel: str, system: str, protocol: 
                                           answer_text=text, error=error))
                 if probe is None:
                     continue
-                score = recorder.emit(score_probe(probe, text, error=error, episode_id=episode_id,
-                                                  probe_index=index, system=system))
+                ours: dict[str, Any] = {}
+                for mode in SCORING_MODES:
+                    scored = score_probe(probe, text, error=error, episode_id=episode_id, probe_index=index,
+                                         system=system, mode=mode)
+                    scored.layer = mode_layer(mode)
+                    ours[mode] = recorder.emit(scored)
                 upstream = str(answer.get("match", ""))
                 if upstream not in UPSTREAM_LABELS:
                     continue
-                ours = label(score)
+                recorder.emit(_label_score(upstream, answer, episode_id, index, probe_type, system))
                 counts[1] += 1
                 agreement.compared += 1
-                if _same(ours, upstream):
-                    counts[0] += 1
-                    agreement.agree += 1
-                else:
-                    agreement.disagreements.append({
-                        "system": system, "episode_id": episode_id, "probe_index": index, "probe_type": probe_type,
-                        "upstream": upstream, "upstream_reason": answer.get("reason"), "ours": ours,
-                        "our_score": score.score, "our_reason": score.reason, "gold": answer.get("gold"),
-                        "predicted": text[:500]})
+                for mode_name, score in ours.items():
+                    if _same(label(score), upstream):
+                        agreement.agree_by_mode[mode_name] = agreement.agree_by_mode.get(mode_name, 0) + 1
+                        if mode_name == DEFAULT_SCORING:
+                            counts[0] += 1
+                            agreement.agree += 1
+                        continue
+                    row = {"system": system, "episode_id": episode_id, "probe_index": index,
+                           "probe_type": probe_type, "upstream": upstream, "upstream_reason": answer.get("reason"),
+                           "ours": label(score), "our_score": score.score, "our_reason": score.reason,
+                           "gold": answer.get("gold"), "predicted": text[:500]}
+                    agreement.disagreements_by_mode.setdefault(mode_name, []).append(row)
+                    if mode_name == DEFAULT_SCORING:
+                        agreement.disagreements.append(row)
+
+
+def _label_score(upstream: str, answer: dict[str, Any], episode_id: str, index: int, probe_type: str,
+                 system: str) -> ProbeScore:
+    """The report's own label as a score of the ``upstream-labels`` layer."""
+    excluded = upstream not in _LABEL_SCORE
+    return ProbeScore(episode_id=episode_id, probe_index=index, probe_type=probe_type, system=system,
+                      score=_LABEL_SCORE.get(upstream, 0.0), reason=str(answer.get("reason") or upstream)[:500],
+                      excluded=excluded, exclusion_reason=upstream if excluded else None,
+                      scorer_version="upstream-report", layer=UPSTREAM_LABELS_LAYER,
+                      subscores=_upstream_subscores(answer))
+
+
+def _upstream_subscores(answer: dict[str, Any]) -> dict[str, float]:
+    """The report's conflict sub-scores (upstream pools their status part into source fidelity)."""
+    subs = answer.get("conflict_sub_scores")
+    names = {"value_identified": "value", "source_identified": "source", "status_classified": "status",
+             "target_applicability": "applicability"}
+    if isinstance(subs, dict):
+        return {names[k]: 1.0 if v == "correct" else 0.0 for k, v in subs.items() if k in names}
+    # Without them upstream reads "value=correct, source=…" from the reason, and so do we.
+    found = re.findall(r"(value|source|status|applicability)=(correct|incorrect|partial)",
+                       str(answer.get("reason") or "")) if answer.get("probe_type") == "conflict_value" else []
+    return {part: 1.0 if verdict == "correct" else 0.0 for part, verdict in found}
 
 
 def import_release_b(path: Path | str, out: Path | str, *, suite: str = "suite56",
@@ -283,10 +331,13 @@ def import_release_b(path: Path | str, out: Path | str, *, suite: str = "suite56
         results.append(agreement)
     result = ReleaseBResult(out=out, reports=results, problems=log, wall_s=time.perf_counter() - started)
     write_report(out / REPORT_FILE, {
-        "source": str(root), "suite": suite, "scorer_version": SCORER_VERSION,
+        "source": str(root), "suite": suite, "scoring_mode": DEFAULT_SCORING,
+        "scorer_version": SCORER_VERSIONS[DEFAULT_SCORING],
         "reports": [{"report": r.report, "agree": r.agree, "compared": r.compared, "line": r.line,
+                     "agree_by_mode": r.agree_by_mode,
                      "by_system": {s: {"agree": a, "compared": c} for s, (a, c) in r.by_system.items()},
-                     "recordings": r.recordings, "disagreements": r.disagreements} for r in results],
+                     "recordings": r.recordings, "disagreements": r.disagreements,
+                     "disagreements_by_mode": r.disagreements_by_mode} for r in results],
         "problems": log.as_dicts(), "problem_counts": count_levels(log.items), "wall_s": result.wall_s,
     })
     return result

@@ -63,7 +63,7 @@ from memprobe_engine.paradigms.reader import (
     memory_evidence,
     read_probe,
 )
-from memprobe_engine.paradigms.scoring import score_probe
+from memprobe_engine.paradigms.scoring import SCORING_MODES, mode_layer, score_probe
 from memprobe_engine.paradigms.suite import Episode, Probe, Suite, load_suite
 
 if TYPE_CHECKING:
@@ -217,8 +217,14 @@ def _record_probe(ctx: UnitServices, episode: Episode, index: int, probe: Probe,
                                   probe_type=probe.probe_type, question=probe.question,
                                   retrieved=evidence.retrieved if evidence is not None else [],
                                   answer=result.answer, error=result.error, llm_call_seq=result.llm_call_seq))
-    ctx.recorder.emit(score_probe(probe, result.answer, error=result.error, spec=episode.latent_spec,
-                                  episode_id=episode.episode_id, probe_index=index))
+    # The run's own score in the default mode (the paper's labels), the other mode as a layer beside it.
+    # Each score's scorer_version names its mode (kept out of the header: a recording made before the
+    # modes must still resume).
+    for mode in SCORING_MODES:
+        scored = score_probe(probe, result.answer, error=result.error, spec=episode.latent_spec,
+                             episode_id=episode.episode_id, probe_index=index, mode=mode)
+        scored.layer = mode_layer(mode)
+        ctx.recorder.emit(scored)
 
 
 async def _memory_unit(ctx: UnitServices, episode: Episode, system_name: str) -> None:

@@ -13,8 +13,12 @@ Per probe type (paper App. C.2–C.4, upstream ``src/eval/protocol.py``):
 
 ``score`` is 1.0 for a correct answer, 0.0 for a wrong one and in between for partial credit;
 :func:`label` turns it into the upstream match labels. An execution error (or no answer) is
-``excluded`` with its reason and stays out of every denominator. Deliberate differences from
-upstream are listed in docs/protocol-b.md.
+``excluded`` with its reason and stays out of every denominator.
+
+Two scoring modes (``mode``): ``upstream`` (the default) gives every probe the label upstream's own
+scorer gives it (:mod:`memprobe_engine.paradigms.scoring_upstream`), so our tables are the paper's;
+``corrected`` is this module's rules, which fix what we found wrong upstream. Both, and every
+difference between them, are in docs/protocol-b-scoring.md.
 """
 
 from __future__ import annotations
@@ -27,9 +31,27 @@ import orjson
 from memprobe_engine.events.paradigms import ProbeScore
 from memprobe_engine.paradigms import signals as S
 from memprobe_engine.paradigms.normalize import keyword_hits, value_match
+from memprobe_engine.paradigms.scoring_upstream import score_upstream
 from memprobe_engine.paradigms.suite import Gold, LatentSpec, Probe
 
-SCORER_VERSION = "b1-rules-1"
+ScoringMode = Literal["upstream", "corrected"]
+SCORING_MODES: tuple[ScoringMode, ...] = ("upstream", "corrected")
+#: The mode a run scores in unless told otherwise: the paper's numbers.
+DEFAULT_SCORING: ScoringMode = "upstream"
+#: ``scorer_version`` of a probe score names its mode. Recordings made before the modes carry
+#: ``b1-rules-1``: the corrected rules without the ``{"changed": null}`` fix.
+SCORER_VERSIONS: dict[ScoringMode, str] = {"upstream": "b1-upstream-1", "corrected": "b1-corrected-1"}
+SCORER_VERSION = SCORER_VERSIONS[DEFAULT_SCORING]
+
+
+def mode_layer(mode: ScoringMode) -> str | None:
+    """Where a run records a scoring mode: the default mode is the run's own scores, another mode a
+    layer beside them (``scoring:corrected``)."""
+    return None if mode == DEFAULT_SCORING else f"scoring:{mode}"
+
+
+#: An upstream label as a score: partial credit is a half (upstream counts only "correct").
+_UPSTREAM_SCORE = {"correct": 1.0, "partial": 0.5, "incorrect": 0.0}
 Label = Literal["correct", "partial", "incorrect", "excluded"]
 _ERROR_PREFIXES = ("[error:",)
 _FENCE_OPEN = re.compile(r"^```(?:json)?\s*")
@@ -135,6 +157,9 @@ def says_changed(text: str) -> bool:
 
 def _score_change(gold: Gold, parsed: dict[str, Any] | None, raw: str) -> _Verdict:
     expected = "changed" if gold.has_changed else "unchanged"
+    if parsed is not None and "changed" in parsed and parsed["changed"] is None:
+        # The reader took no side; read as text, the key "changed" itself would say "changed".
+        return _Verdict(0.0, f"structured: gold {expected}, answer changed=null (no side taken)", {"status": 0.0})
     flag = _truthy(parsed.get("changed")) if parsed is not None and "changed" in parsed else None
     if flag is not None:
         route, said = "structured", flag
@@ -366,12 +391,14 @@ def _value_gold(probe: Probe, gold: Gold) -> str | None:
 
 def score_probe(probe: Probe, answer: dict[str, Any] | str | None, *, error: str | None = None,
                 spec: LatentSpec | None = None, episode_id: str = "", probe_index: int = -1,
-                system: str | None = None) -> ProbeScore:
-    """Score one answer (structured dict, free text, or JSON text) to ``probe``.
+                system: str | None = None, mode: ScoringMode = DEFAULT_SCORING,
+                text: str | None = None) -> ProbeScore:
+    """Score one answer (structured dict, free text, or JSON text) to ``probe`` in ``mode``.
 
     ``spec`` defaults to the probe's episode spec (set by :func:`load_suite`); the conflict and
-    source rules use its condition and canonical values. The returned event is ready to emit once
-    ``episode_id``/``probe_index``/``system`` are set (here or afterwards).
+    source rules use its condition and canonical values. ``text`` is the reply as the reader wrote
+    it, when ``answer`` is its parsed form: the upstream mode reads the text, as upstream did. The
+    returned event is ready to emit once ``episode_id``/``probe_index``/``system`` are set.
     """
     spec = spec if spec is not None else probe.spec
     gold = probe.gold if probe.gold is not None else (spec.gold if spec is not None else None)
@@ -381,7 +408,20 @@ def score_probe(probe: Probe, answer: dict[str, Any] | str | None, *, error: str
             episode_id=episode_id, probe_index=probe_index, probe_type=probe.probe_type, system=system,
             score=verdict.score if verdict else 0.0, subscores=verdict.subscores if verdict else {},
             reason=verdict.reason if verdict else (exclusion or ""), excluded=exclusion is not None,
-            exclusion_reason=exclusion, scorer_version=SCORER_VERSION)
+            exclusion_reason=exclusion, scorer_version=SCORER_VERSIONS[mode])
+
+    if mode == "upstream":
+        if error is not None:
+            return result(None, f"execution error: {error}")
+        if answer is None and text is None:
+            return result(None, "no answer recorded")
+        said = text if text is not None else (answer if isinstance(answer, str) else _flatten(answer or {}))
+        found = score_upstream(said, probe.gold_answer, probe.probe_type,
+                               spec.model_dump(mode="json") if spec is not None else None)
+        if found.label in ("skip", "execution_error"):
+            return result(None, found.reason)
+        return result(_Verdict(_UPSTREAM_SCORE[found.label], found.reason,
+                               {k: float(v) for k, v in found.checks.items()}))
 
     raw = answer if isinstance(answer, str) else ""
     if error is None and raw.strip().lower().startswith(_ERROR_PREFIXES):

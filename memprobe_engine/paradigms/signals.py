@@ -114,3 +114,27 @@ APPLICABLE_SIGNALS: tuple[str, ...] = (
 )
 #: Words saying no conflicting value was mentioned.
 NO_CONFLICT_SIGNALS: tuple[str, ...] = ("no", "none", "not", "no conflict", "wasn't", "were not")
+
+# --- the upstream scorer's own tables (scoring mode "upstream"; scoring_upstream.py) -----------------
+#: Change words of upstream's temporal rule without structured gold: "new" counts, "migrat" does not.
+UPSTREAM_LEGACY_CHANGE_WORDS: tuple[str, ...] = (
+    "change", "switch", "move", "transfer", "update", "adopt", "went to", "new", "replace", "took over",
+    "cancel", "transition",
+)
+#: Change detection in free text: phrases that cancel a "changed" …
+UPSTREAM_NOT_CHANGED: tuple[str, ...] = (
+    "not changed", "hasn't changed", "did not change", "didn't change", "no change", "unchanged",
+)
+#: … and phrases that deny a change (substrings: "no" is also in "now" and "know").
+UPSTREAM_DENY: tuple[str, ...] = ("no", "remains", "did not change", "hasn't changed", "didn't change",
+                                  "not changed", "unchanged", "no change")
+UPSTREAM_SOURCE_CLASS_ALIASES: dict[str, str] = {
+    "third-party": "third_party", "thirdparty": "third_party", "hallucination": "assistant",
+    "assistant_hallucination": "assistant",
+}
+UPSTREAM_STATUS_CLASS_ALIASES: dict[str, str] = {
+    "different_entity": "other_entity", "not accepted": "not_accepted", "not_confirmed": "not_accepted",
+}
+UPSTREAM_GOLD_STATUS_CLASS: dict[str, str] = {
+    "not_accepted": "not_accepted", "different_entity": "other_entity", "stale": "stale",
+}

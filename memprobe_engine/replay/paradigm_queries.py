@@ -138,15 +138,23 @@ def events_of_kind(session: ReplaySession, kind: str) -> list[Any]:
 CellKey = tuple[str, str, int]  # system, episode, probe index
 
 
-def score_cells(session: ReplaySession) -> dict[CellKey, ScoreCell]:
-    """Every scored (system, episode, probe) with its original score and latest re-score (dicts of
-    the probe_score fields, with ``seq``). A probe scored again without ``rescore_of`` (a resumed run
-    re-ran the episode) replaces the earlier original."""
+def score_layers(session: ReplaySession) -> list[str]:
+    """The named score layers the recording holds (another reader, another scoring mode, …), in
+    recording order; the run's own scores are no layer."""
+    return list(dict.fromkeys(str(e.layer) for e in events_of_kind(session, "probe_score") if e.layer))
+
+
+def score_cells(session: ReplaySession, layer: str | None = None) -> dict[CellKey, ScoreCell]:
+    """Every scored (system, episode, probe) of ``layer`` (None: the run's own scores) with its
+    original score and latest re-score (dicts of the probe_score fields, with ``seq``). A probe
+    scored again without ``rescore_of`` (a resumed run re-ran the episode) replaces the earlier original."""
     originals: dict[CellKey, dict[str, Any]] = {}
     by_seq: dict[int, CellKey] = {}
     rescores: dict[CellKey, list[dict[str, Any]]] = defaultdict(list)
     types: dict[CellKey, str] = {}
     for event in events_of_kind(session, "probe_score"):
+        if event.layer != layer:
+            continue
         key = (str(event.system), str(event.episode_id), int(event.probe_index))
         data = event.model_dump()
         types[key] = str(event.probe_type)
@@ -160,10 +168,11 @@ def score_cells(session: ReplaySession) -> dict[CellKey, ScoreCell]:
                          len(rescores.get(k, []))) for k in keys}
 
 
-def episode_rows(session: ReplaySession, system: str | None = None) -> list[EpisodeRow]:
+def episode_rows(session: ReplaySession, system: str | None = None, layer: str | None = None) -> list[EpisodeRow]:
     """The episode list (of one system, or of all): attributes from the episode span (the recorded
-    episode fills in what the span lacks), sessions ingested so far, and the score of every probe."""
-    cells = score_cells(session)
+    episode fills in what the span lacks), sessions ingested so far, and the score of every probe
+    (of ``layer``; None: the run's own)."""
+    cells = score_cells(session, layer)
     rows: list[EpisodeRow] = []
     for span in episode_spans(session):
         sys_name = _system_of(span)

@@ -74,12 +74,12 @@ def _rows_of(row: EpisodeRow, protocols: dict[str, Any], recording: str) -> list
     return out
 
 
-def _read(path: Path) -> tuple[list[EpisodeRow], dict[str, Any], list[str], list[str]]:
+def _read(path: Path, layer: str | None) -> tuple[list[EpisodeRow], dict[str, Any], list[str], list[str]]:
     session = ReplaySession.open(path)
     warnings: list[str] = []
     try:
         session.build_index()
-        rows = episode_rows(session)
+        rows = episode_rows(session, layer=layer)
         protocols = dict(session.header.config.get("input_protocols") or {})
         # The same whole-recording check as `recording verify`, the TUI banner and protocol A's report.
         report = session.integrity if session.integrity is not None else session.check()
@@ -92,13 +92,14 @@ def _read(path: Path) -> tuple[list[EpisodeRow], dict[str, Any], list[str], list
         session.close()
 
 
-def load_paradigm_frames(recordings: Sequence[Path]) -> ParadigmFrames:
-    """Read the scored probes of ``recordings`` (later recordings win on a shared system × episode)."""
+def load_paradigm_frames(recordings: Sequence[Path], layer: str | None = None) -> ParadigmFrames:
+    """Read the scored probes of ``recordings`` (later recordings win on a shared system × episode),
+    the run's own scores or those of the named ``layer``."""
     owner: dict[tuple[str, str], tuple[str, EpisodeRow, dict[str, Any]]] = {}
     warnings: list[str] = []
     systems: list[str] = []
     for path in recordings:
-        rows, protocols, notes, planned = _read(Path(path))
+        rows, protocols, notes, planned = _read(Path(path), layer)
         warnings += notes
         systems += planned
         for row in rows:

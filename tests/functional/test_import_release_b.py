@@ -22,8 +22,10 @@ FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "release-b"
 def test_cli_prints_the_agreement_line_per_report(tmp_path: Path) -> None:
     result = CliRunner().invoke(import_app, ["release-b", str(FIXTURE), "--out", str(tmp_path / "out")])
     assert result.exit_code == 0, result.output
-    assert "baselines_report_amem_qwen3.json: agreement: 13/14 probes (92.9%)" in result.output
-    assert "baselines_report_gpt54_v2.json: agreement: 7/7 probes (100.0%)" in result.output
+    assert ("baselines_report_amem_qwen3.json: agreement with upstream labels: upstream 14/14 (100.0%), "
+            "corrected 13/14 (92.9%) probes") in result.output
+    assert ("baselines_report_gpt54_v2.json: agreement with upstream labels: upstream 7/7 (100.0%), "
+            "corrected 7/7 (100.0%) probes") in result.output
     assert "broken_report.json" in result.output and "PILOT-77X" in result.output   # named, not fatal
 
 
@@ -35,9 +37,13 @@ def test_recordings_hold_every_prediction_rescored(tmp_path: Path) -> None:
     with open_recording(rec) as reader:
         assert reader.header.suite == "paradigms" and reader.damage.clean
         answers = list(reader.iter_of(ProbeAnswer))
-        scores = list(reader.iter_of(ProbeScore))
+        every = list(reader.iter_of(ProbeScore))
+    scores = [s for s in every if s.layer is None]
     assert len(answers) == 15 and len(scores) == 14          # PILOT-77X is recorded but has no gold
-    assert all(s.system == "amem_full" and s.scorer_version for s in scores)
+    assert all(s.system == "amem_full" and s.scorer_version == "b1-upstream-1" for s in scores)
+    # Beside the default (upstream) mode: the corrected mode and the report's own labels, as layers.
+    assert sorted({str(s.layer) for s in every if s.layer}) == ["scoring:corrected", "upstream-labels"]
+    assert sum(s.layer == "upstream-labels" for s in every) == 14
     excluded = [s for s in scores if s.excluded]
     assert [(s.episode_id, s.probe_type) for s in excluded] == [("PILOT-02B", "current_value")]
     first = answers[0]
@@ -48,8 +54,9 @@ def test_recordings_hold_every_prediction_rescored(tmp_path: Path) -> None:
     assert set(frame["paradigm"]) == {"interference", "misinformation"} and len(frame) == 14
     report = orjson.loads((tmp_path / "out" / "import-report.json").read_bytes())
     amem = report["reports"][0]
-    assert (amem["agree"], amem["compared"]) == (13, 14)
-    [disagreement] = amem["disagreements"]
+    assert (amem["agree"], amem["compared"]) == (14, 14) and amem["agree_by_mode"]["corrected"] == 13
+    assert amem["disagreements"] == []
+    [disagreement] = amem["disagreements_by_mode"]["corrected"]
     assert (disagreement["episode_id"], disagreement["upstream"], disagreement["ours"]) == \
         ("PILOT-16A", "correct", "incorrect")      # the named conflict value (3000) is not the gold 8443
     assert report["problem_counts"]["error"] == 1 and result.problems.items
@@ -71,21 +78,23 @@ def test_missing_data_and_reports_are_problems_not_crashes(tmp_path: Path) -> No
 def test_reimport_replaces_recordings(tmp_path: Path) -> None:
     import_release_b(FIXTURE, tmp_path / "out")
     again = import_release_b(FIXTURE, tmp_path / "out")
-    assert again.reports[0].agree == 13
+    assert again.reports[0].agree == 14
     rec = tmp_path / "out" / "recordings" / "baselines_report_amem_qwen3__amem_full"
     with open_recording(rec) as reader:
-        assert len(list(reader.iter_of(ProbeScore))) == 14
+        assert len([s for s in reader.iter_of(ProbeScore) if s.layer is None]) == 14
 
 
 REAL = Path(__file__).resolve().parents[1] / "fixtures" / "release-b-real"
 
 
 def test_agreement_with_real_upstream_labels(tmp_path: Path) -> None:
-    """122 real upstream answers: every disagreement is the documented temporal difference (a structured
-    ``"changed": false`` is no change direction, where upstream counted the key as a change word)."""
+    """122 real upstream answers: the default mode gives every one upstream's label; every difference of
+    the corrected mode is the documented temporal one (a structured ``"changed": false`` is no change
+    direction, where upstream counted the key as a change word)."""
     result = import_release_b(REAL, tmp_path / "out")
-    assert [(r.agree, r.compared) for r in result.reports] == [(27, 27), (39, 39), (26, 27), (26, 29)]
-    disagreements = [d for r in result.reports for d in r.disagreements]
+    assert [(r.agree, r.compared) for r in result.reports] == [(27, 27), (39, 39), (27, 27), (29, 29)]
+    assert [r.agree_by_mode["corrected"] for r in result.reports] == [27, 39, 26, 26]
+    disagreements = [d for r in result.reports for d in r.disagreements_by_mode.get("corrected", [])]
     assert {d["probe_type"] for d in disagreements} == {"temporal"} and len(disagreements) == 4
     assert all('"changed": false' in d["predicted"] for d in disagreements)
 

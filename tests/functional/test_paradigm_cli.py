@@ -35,15 +35,18 @@ def test_heuristics_run_without_a_model_and_resume_does_nothing(tmp_path: Path,
     assert code == 0, out
     with open_recording(record) as rec:
         kinds = [e.kind for e in rec.iter_events()]
-        scores = [e for e in rec.iter_events(kinds=["probe_score"])]
+        every = [e for e in rec.iter_events(kinds=["probe_score"])]
+    scores = [s for s in every if s.layer is None]
     assert "llm_call" not in kinds and "embedding" not in kinds
     assert len(scores) == 2 * 4 * 4 and not any(s.excluded for s in scores)
+    assert {s.scorer_version for s in scores} == {"b1-upstream-1"}   # the default mode, the corrected as a layer
+    assert len([s for s in every if s.layer == "scoring:corrected"]) == 32
     code, out = _run("--sessions", str(SAMPLE), "--systems", HEURISTICS, "--record", str(record), "--dry-run")
     assert code == 0 and "8 unit(s) already finished" in out, out
     code, out = _run("--sessions", str(SAMPLE), "--systems", HEURISTICS, "--record", str(record))
     assert code == 0, out
     with open_recording(record) as rec:
-        assert sum(1 for _ in rec.iter_events(kinds=["probe_score"])) == 32  # nothing scored twice
+        assert sum(1 for s in rec.iter_events(kinds=["probe_score"]) if s.layer is None) == 32  # nothing scored twice
 
 
 @pytest.mark.parametrize(("args", "message"), [

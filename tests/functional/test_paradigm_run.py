@@ -93,7 +93,7 @@ def test_every_system_protocol_and_heuristic_runs_one_episode(tmp_path: Path, mo
         == ["ok"] * len(systems)
 
     answers = [e for e in events if e.kind == "probe_answer"]
-    scores = [e for e in events if e.kind == "probe_score"]
+    scores = [e for e in events if e.kind == "probe_score" and e.layer is None]
     assert Counter(a.system for a in answers) == {s: 4 for s in systems}
     assert Counter(s.system for s in scores) == {s: 4 for s in systems}
     assert {a.input_protocol for a in answers if a.system in MEMORY} == {"memory"}

@@ -1,4 +1,5 @@
-"""The protocol-B rule scorer, probe type by probe type, including every partial-credit case.
+"""The protocol-B rule scorer's corrected mode, probe type by probe type, including every
+partial-credit case (the upstream mode: test_paradigm_scoring_upstream.py).
 
 Gold comes from the shipped upstream specs (sessions/paradigms/suite56-specs); the answers are the
 shapes the paper's App. C and the upstream reports show (structured JSON and free text).
@@ -32,7 +33,7 @@ def probe(episode_id: str, probe_type: ProbeType, gold_answer: str = "") -> Prob
 
 
 def scored(p: Probe, answer: dict[str, Any] | str | None, **kw: Any) -> tuple[str, float]:
-    result = score_probe(p, answer, **kw)
+    result = score_probe(p, answer, **{"mode": "corrected", **kw})
     return label(result), result.score
 
 
@@ -151,7 +152,7 @@ def conflict(**changes: Any) -> dict[str, Any]:
 
 def test_conflict_four_subscores_and_partial_credit() -> None:
     p = probe("PILOT-01B", "conflict_value")   # third_party, different_entity, not applicable
-    full = score_probe(p, conflict())
+    full = score_probe(p, conflict(), mode="corrected")
     assert label(full) == "correct" and full.subscores == {"value": 1, "source": 1, "status": 1, "applicability": 1}
     assert scored(p, conflict(status_class="not_accepted")) == ("correct", 1.0)          # 3 of 4
     # Upstream PILOT-01B amem: value ok, source wrong, status wrong, applicability ok -> partial.
@@ -168,7 +169,7 @@ def test_conflict_applicability_rescued_by_the_remaining_current_value() -> None
     p = probe("PILOT-02B", "conflict_value")
     answer = conflict(conflict_value="April 15", source_class="hypothetical", status_class="not_accepted",
                       applies_to_target=True, current_value="March 28")
-    result = score_probe(p, answer)
+    result = score_probe(p, answer, mode="corrected")
     assert (label(result), result.subscores["applicability"], result.subscores["source"]) == ("correct", 1.0, 0.0)
 
 
@@ -220,7 +221,8 @@ def test_execution_errors_and_missing_answers_are_excluded_not_wrong() -> None:
 def test_truncated_json_is_repaired() -> None:
     assert parse_answer_json('{"answer": "FitLife", "reason": "cut of') == {"answer": "FitLife", "reason": "cut of"}
     assert parse_answer_json("no json here") is None
-    result = score_probe(probe("PILOT-01A", "current_value"), '{"answer": "CrossFit Central", "reason": "x')
+    result = score_probe(probe("PILOT-01A", "current_value"), '{"answer": "CrossFit Central", "reason": "x',
+                         mode="corrected")
     assert label(result) == "correct"
 
 
