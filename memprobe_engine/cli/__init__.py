@@ -63,8 +63,8 @@ app = typer.Typer(
     add_completion=False,
 )
 
-from memprobe_engine.cli import (compare_cmd, doctor_cmd, generate_cmd, import_cmd, llm_cmds,  # noqa: E402
-                                 merge_cmd, proxy_cmd, recording_cmds, report_cmd, rescore_cmd, run_cmd,
+from memprobe_engine.cli import (ablation_cmd, compare_cmd, doctor_cmd, generate_cmd, import_cmd,  # noqa: E402
+                                 llm_cmds, merge_cmd, proxy_cmd, recording_cmds, report_cmd, rescore_cmd, run_cmd,
                                  sessions_cmds)
 
 app.add_typer(recording_cmds.recording_app, name="recording")
@@ -75,6 +75,7 @@ app.command("report")(report_cmd.report)
 app.command("merge")(merge_cmd.merge)
 app.command("rescore")(rescore_cmd.rescore)
 app.command("compare")(compare_cmd.compare)
+app.command("reader-ablation")(ablation_cmd.reader_ablation)
 app.add_typer(sessions_cmds.sessions_app, name="sessions")
 app.add_typer(sessions_cmds.systems_app, name="systems")
 app.command("proxy")(proxy_cmd.proxy)

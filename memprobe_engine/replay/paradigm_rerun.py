@@ -130,8 +130,8 @@ def gather_probe(reader: RecordingReader, request: ProbeRerunRequest) -> RerunMa
     answer: ProbeAnswer | None = None
     score_seq: int | None = None
     for event in reader.iter_events(kinds=["probe_answer", "probe_score"]):
-        if not isinstance(event, (ProbeAnswer, ProbeScore)):
-            continue
+        if not isinstance(event, (ProbeAnswer, ProbeScore)) or event.layer is not None:
+            continue  # another reader's or scoring's layer is not the run's own answer
         if (event.episode_id, event.system, event.probe_index) != (request.episode_id, request.system,
                                                                    request.probe_index):
             continue

@@ -23,7 +23,9 @@ from memprobe_engine.report.paradigm_tables import (
     print_paradigm_tables,
 )
 from memprobe_engine.paradigms import metrics as M
+from memprobe_engine.report.reader_table import reader_ablation, render_reader_table, run_reader
 from memprobe_engine.report.render import WIDTH, export
+from memprobe_engine.replay.reader_ablation import READER_LAYER_PREFIX
 from memprobe_engine.replay.paradigm_queries import score_layers
 from memprobe_engine.replay.session import ReplaySession
 
@@ -79,9 +81,23 @@ def paradigm_report(recordings: Sequence[Path], *, csv: Path | None = None, parq
                 target = folder if layer is None else folder / layer.replace(":", "-")
                 written = export(bundle, target, formats={fmt})
                 console.print(f"wrote {len(written)} {fmt} files to {target}")
-    others = [h for h in held if h not in layers]
+    readers = [h for h in held if h.startswith(READER_LAYER_PREFIX)]
+    if readers:
+        print_reader_ablation(recordings, readers, console, csv=csv)
+    others = [h for h in held if h not in layers and h not in readers]
     if others:
         console.print(f"score layers also held: {', '.join(others)} (print one with --layer NAME)")
+
+
+def print_reader_ablation(recordings: Sequence[Path], readers: Sequence[str], console: Console,
+                          csv: Path | None = None) -> None:
+    """Table 4 and the readers' rank agreement (ρ, τ); with ``csv``, ``table4_readers.csv`` too."""
+    table, agreements = reader_ablation(recordings, readers)
+    rendered, lines = render_reader_table(table, agreements, run_reader(recordings))
+    console.print(rendered)
+    console.print(lines)
+    if csv is not None:
+        export({"table4_readers": table}, csv, formats={"csv"})
 
 
 def recorded_layers(recordings: Sequence[Path]) -> list[str]:
