@@ -32,6 +32,9 @@ def replay(recording: Annotated[Path, typer.Argument(help="A recording folder (h
            no_color: Annotated[bool, typer.Option("--no-color", help=NO_COLOR_HELP)] = False,
            model: Annotated[Optional[list[str]], typer.Option(help=MODEL_HELP)] = None,
            config: Annotated[Optional[Path], typer.Option(help="TOML config with \\[models] for re-runs.")] = None,
+           compare: Annotated[Optional[str], typer.Option(
+               "--compare", help="Another protocol-A run (REC or REC:SYSTEM; RECORDING may be REC:SYSTEM too): "
+                                 "open on the case grid of the two, improved/regressed, Enter side by side.")] = None,
            ) -> None:
     """Replay one recording: run overview, transcripts, memory time travel, dimension inspector; for a
     paradigm (protocol-B) recording: episode list, session stepper, probe inspector with live re-run."""
@@ -44,6 +47,9 @@ def replay(recording: Annotated[Path, typer.Argument(help="A recording folder (h
     from memprobe_engine.replay.paradigm_queries import is_paradigm_recording
     from memprobe_tui.app import MemProbeApp
 
+    if compare is not None:
+        _replay_compare(str(recording), compare, no_color)
+        return
     try:
         llm_config = load_llm_config(config, os.environ, role_specs(model))
         session = ReplaySession.open(recording)
@@ -60,6 +66,25 @@ def replay(recording: Annotated[Path, typer.Argument(help="A recording folder (h
                     rescore=functools.partial(rescore_dimension, llm_config=llm_config)).run()
     finally:
         session.close()
+
+
+def _replay_compare(base_text: str, other_text: str, no_color: bool) -> None:
+    from memprobe_engine.replay import ReplaySession
+    from memprobe_engine.report.compare_inputs import parse_selection
+    from memprobe_tui.compare_app import CompareApp
+
+    try:
+        base, other = parse_selection(base_text), parse_selection(other_text)
+        base_session, other_session = ReplaySession.open(base.path), ReplaySession.open(other.path)
+    except MemProbeError as err:
+        _fail(err)
+        return
+    try:
+        CompareApp(session=base_session, other=other_session, base_system=base.system, other_system=other.system,
+                   no_color=no_color, rescore=None).run()
+    finally:
+        base_session.close()
+        other_session.close()
 
 
 def tui(directory: Annotated[Path, typer.Argument(help="A folder of recordings.")] = Path("recordings"),
