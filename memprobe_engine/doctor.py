@@ -206,6 +206,10 @@ async def _check_round_trip(tier: str, measurements: dict[str, float]) -> Doctor
         prompt_rate, gen_rate, source = prompt_n / wall_s, gen_n / wall_s, "usage over wall time (rough)"
     measurements.update(server_start_s=round(start_s, 2), prompt_tok_s=round(prompt_rate, 1),
                         gen_tok_s=round(gen_rate, 1), round_trip_s=round(wall_s, 2))
+    if source == "llama.cpp timings":  # kept for `memprobe run --dry-run`'s wall-time estimate
+        from memprobe_engine.llm.rates import save_rates
+
+        save_rates(resolve_tier(tier).name, prompt_rate, gen_rate)
     if rss is not None:
         measurements["rss_mb"] = round(rss)
     reused = repeat.usage.cached_prompt_tokens

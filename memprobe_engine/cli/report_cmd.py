@@ -33,6 +33,9 @@ def report(
                         "ablation).")] = None,
     scoring: Annotated[Optional[str], typer.Option(
         "--scoring", help="Protocol B: upstream (the run's own scores, the default mode), corrected, or both.")] = None,
+    price: Annotated[Optional[list[str]], typer.Option(
+        "--price", help="Protocol A: ROLE=IN/OUT per million tokens to price each role's tokens (repeatable; "
+                        "default=… prices every role).")] = None,
 ) -> None:
     """Print the paper's tables of a run: Tables 2, 3, 4, 13, 14 for protocol A; Tables 1, 2, 3, 5, 7
     (with bootstrap CIs) for a protocol-B paradigm run. Optionally export them with the raw frames."""
@@ -71,6 +74,12 @@ def report(
         from memprobe_engine.report.plots import recovery_plots
 
         _say_plots(recovery_plots(frames.scores, plots), plots)
+    from memprobe_engine.cli.estimate_view import print_recording_cost
+    from memprobe_engine.llm.pricing import load_prices
+
+    prices = load_prices(None, price)
+    for recording in recordings:  # tokens and cost per role, beside the estimate the header describes
+        print_recording_cost(recording, prices, console)
 
 
 def scoring_layers(scoring: str | None) -> list[str]:

@@ -124,7 +124,11 @@ def run(
              "e.g. sessions/release-a/dialogues.")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the resolved protocol (models, temperatures, "
                                           "caps, k, policy; for paradigms units and calls) and stop; no model is "
-                                          "called and nothing is written.")] = False,
+                                          "called and nothing is written. Protocol A adds the expected calls, "
+                                          "tokens, cost and embedded wall time per role.")] = False,
+    price: Annotated[Optional[list[str]], typer.Option(
+        "--price", help="With --dry-run: ROLE=IN/OUT, price per million prompt/completion tokens (default=… prices "
+                        "every role; repeatable; or a [prices] table in --config).")] = None,
 ) -> None:
     """Run a benchmark and record every step; re-running the same command resumes it."""
     from memprobe_engine.cli.dry_run import print_resolved
@@ -172,7 +176,13 @@ def run(
             framing=framing))
         llm_config = load_llm_config(config, os.environ, role_specs(model))
         if dry_run:  # the resolved protocol only: no server is started, no recording written
-            print_resolved(recovery_protocol(recovery, llm_config), Console(highlight=False))
+            from memprobe_engine.cli.estimate_view import print_estimate
+            from memprobe_engine.llm.pricing import load_prices
+            from memprobe_engine.recovery.estimate import estimate_recovery
+
+            shown = Console(highlight=False)
+            print_resolved(recovery_protocol(recovery, llm_config), shown)
+            print_estimate(estimate_recovery(recovery), llm_config, load_prices(config, price), shown)
             return
         check_specs(llm_config.models.values())  # before the recording pins a spec that cannot work
         run_work = lambda hook: run_recovery(recovery, record, llm_config=llm_config, concurrency=concurrency,

@@ -104,11 +104,11 @@ def _check_role(role: str, where: str) -> str:
     return name
 
 
-#: The tables a config file may hold: ``[models]`` (read here) and ``[protocol]``
-#: (:mod:`memprobe_engine.recovery.protocol_config`). Anything else is a typo, refused before any
+#: The tables a config file may hold: ``[models]`` (read here), ``[protocol]``
+#: (:mod:`memprobe_engine.recovery.protocol_config`) and ``[prices]`` (:mod:`.pricing`). Anything else is a typo, refused before any
 #: model is assembled or started: a misspelled ``[modles]`` would otherwise leave every role on
 #: the embedded model without a word.
-CONFIG_TABLES = ("models", "protocol")
+CONFIG_TABLES = ("models", "protocol", "prices")
 
 
 def read_config_file(path: Path) -> dict[str, Any]:

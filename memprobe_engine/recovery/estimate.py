@@ -1,0 +1,283 @@
+"""What a protocol-A run will ask of its models, before it runs: calls and tokens per role, as a range.
+
+The estimate follows the protocol's shape over the selected inputs and builds the real prompts
+wherever their content is known before the run:
+
+* **slot_filler** — one call per (user, system with memory, dimension, mode); ``nomem`` needs none
+  (an empty memory is "unknown" without a call). The prompt is the real slot-fill prompt around the
+  store: for a fixed-dialogue run and ``longctx_full`` the store is known exactly (every recorded
+  turn of the selected tasks, in that system's item layout); top-k reads the k shortest to the k
+  longest items. Other systems write their own notes: 0.3× to 1.5× of the verbatim store.
+* **recovery_judge** — one call per slot-fill that is not "unknown"; the real judge prompt with the
+  bank entry and a label.
+* **attribution_judge** — for a case scored below 0.75: stage 0 once per (user, dimension) (shared by
+  systems and modes), stage 1 when the task could invite the evidence, stage 2 when it was not
+  disclosed; stages 1 and 2 read the task's dialogue.
+* a live rollout adds **agent**, **simulator** (1 to the turn cap per task) and, when on, the
+  **preference_judge** (one per assistant turn); the memory systems' own **memory_writer** calls
+  (amem, mem0, memt…) are one to three per observation.
+
+Tokens are characters / 5.0 (low) to / 3.2 (high), 3.8 expected — the span of the ratios measured on
+recorded calls of the embedded model and of an OpenAI tokenizer on English prose. The expected value
+takes the outcome shares of the recovery release (``EXPECTED``: how often a fill is "unknown", a
+case recovered, a task could invite, a value was disclosed); the range holds whatever the models do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from memprobe_engine.recovery import prompts, prompts_embedded
+from memprobe_engine.recovery.input_rules import CATEGORY_GUIDE
+from memprobe_engine.recovery.inputs import BankEntry, load_users
+from memprobe_engine.recovery.scoring import RETRIEVE_K
+from memprobe_engine.recovery.unit import tasks_for
+
+if TYPE_CHECKING:
+    from memprobe_engine.recovery.runner import RecoveryPlan
+
+CHARS_PER_TOKEN = {"low": 5.0, "expected": 3.8, "high": 3.2}
+#: Outcome shares of the recovery release (its 558 scored cases of the two-user sample, all systems
+#: with memory): fills that are "unknown", cases recovered (≥ 0.75), tasks that can invite the
+#: evidence (stage 0), values disclosed in the dialogue (stage 1).
+EXPECTED = {"unknown_fill": 0.12, "recovered": 0.40, "can_invite": 0.98, "disclosed": 0.92}
+#: Completion tokens of one structured answer when the reply cap does not bind (measured median-ish
+#: replies of the embedded judge roles: 35–90 tokens).
+ANSWER_TOKENS = (25, 60)
+#: A label the slot-filler writes (the judge's prompt holds it).
+_LABEL = "prefers short, structured step-by-step plans with clear checklists"
+#: Writing systems' store size against the verbatim store (notes are shorter or carry extra fields).
+_WRITER_STORE = (0.3, 1.0, 1.5)
+#: Characters of one live message when the dialogue is not known in advance.
+_LIVE_MESSAGE_CHARS = (150, 500, 1500)
+_TIMESTAMP = "2026-01-01T09:00:00"
+_NO_MEMORY = frozenset({"nomem"})
+_VERBATIM = frozenset({"longctx_full"})
+
+
+@dataclass
+class Span3:
+    """A low / expected / high triple."""
+
+    low: float = 0.0
+    expected: float = 0.0
+    high: float = 0.0
+
+    def add(self, low: float, expected: float, high: float) -> None:
+        self.low += low
+        self.expected += expected
+        self.high += high
+
+    def scaled(self, calls: Span3) -> Span3:
+        return Span3(self.low * calls.low, self.expected * calls.expected, self.high * calls.high)
+
+
+@dataclass
+class RoleEstimate:
+    role: str
+    calls: Span3 = field(default_factory=Span3)
+    prompt_tokens: Span3 = field(default_factory=Span3)
+    completion_tokens: Span3 = field(default_factory=Span3)
+
+    def add_calls(self, calls: tuple[float, float, float], prompt_chars: tuple[float, float, float],
+                  completion: tuple[float, float, float]) -> None:
+        """``calls`` calls of ``prompt_chars`` characters each (low/expected/high) and ``completion``
+        tokens each."""
+        self.calls.add(*calls)
+        self.prompt_tokens.add(calls[0] * prompt_chars[0] / CHARS_PER_TOKEN["low"],
+                               calls[1] * prompt_chars[1] / CHARS_PER_TOKEN["expected"],
+                               calls[2] * prompt_chars[2] / CHARS_PER_TOKEN["high"])
+        self.completion_tokens.add(calls[0] * completion[0], calls[1] * completion[1], calls[2] * completion[2])
+
+
+@dataclass
+class CostEstimate:
+    roles: dict[str, RoleEstimate]
+    notes: list[str] = field(default_factory=list)
+
+    def role(self, name: str) -> RoleEstimate:
+        return self.roles.setdefault(name, RoleEstimate(name))
+
+
+def _chars(messages: Sequence[Any]) -> int:
+    return sum(len(m.content) for m in messages)
+
+
+def _answer_tokens(cap: int | None) -> tuple[float, float, float]:
+    low, typical = ANSWER_TOKENS
+    high = cap if cap is not None else 4 * typical
+    return low, min(typical, high), high
+
+
+def _verbatim_store(turns: Sequence[tuple[int, int, str, str]]) -> list[dict[str, Any]]:
+    """longctx_full's items for (task_index, turn, kind, text) observations (its native layout)."""
+    items = []
+    for n, (task_index, turn, kind, text) in enumerate(turns):
+        if kind == "task":
+            items.append({"id": f"m{n}", "content": f"[Task {task_index}] {text}", "category": "task",
+                          "task_index": task_index, "timestamp": _TIMESTAMP})
+        else:
+            prefix, category = ("User: ", "user_reply") if kind == "user" else ("Agent: ", "agent_reply")
+            items.append({"id": f"m{n}", "content": prefix + text, "category": category, "task_index": task_index,
+                          "turn": turn, "timestamp": _TIMESTAMP})
+    return items
+
+
+def _store_json_chars(items: Sequence[dict[str, Any]]) -> int:
+    return len(orjson.dumps(list(items), option=orjson.OPT_INDENT_2))
+
+
+def estimate_recovery(plan: RecoveryPlan) -> CostEstimate:
+    """The calls and tokens per role a run of ``plan`` is expected to need (see the module docstring)."""
+    from memprobe_engine.memory.registry import system_needs
+    from memprobe_engine.recovery.fixed_dialogues import load_dialogues
+
+    s = plan.settings
+    built = prompts_embedded if s.framing == "embedded" else prompts
+    users = load_users(plan.sessions_dir, plan.users)
+    dialogues = load_dialogues(plan.dialogues) if plan.dialogues is not None else None
+    estimate = CostEstimate(roles={})
+    judge_answer = _answer_tokens(s.judge_max_tokens)
+    memory_systems = [name for name in plan.systems if name not in _NO_MEMORY]
+    writers = [name for name in plan.systems if "memory_writer" in system_needs(name).model_roles]
+    for user in users:
+        tasks = tasks_for(user, plan.dimensions)
+        entries = {e.dimension: e for e in user.bank.entries}
+        turns: list[tuple[int, int, str, str]] = []
+        histories: dict[str, tuple[float, float, float]] = {}
+        for index, task in enumerate(tasks):
+            if dialogues is not None:
+                dialogue = dialogues.get(user.user_id, task.dimension)
+                own = [(index, 0, "task", dialogue.opening or task.task)]
+                exchanges = dialogue.exchanges[:s.max_turns]
+                for turn, exchange in enumerate(exchanges, 1):
+                    # As the fixed-dialogue feed observes them: a reply only when the episode goes on.
+                    if turn < len(exchanges):
+                        own.append((index, turn, "assistant", exchange.reply))
+                    if exchange.answer is not None:
+                        own.append((index, turn, "user", exchange.answer))
+                    if exchange.answer is None or exchange.is_done:
+                        break
+                turns += own
+                chars = float(sum(len(text) + 12 for *_, text in own))
+                histories[task.dimension] = (chars, chars, chars)
+            else:
+                low, mid, high = _LIVE_MESSAGE_CHARS
+                histories[task.dimension] = (2 * low + len(task.task), 4 * mid + len(task.task),
+                                             2 * s.max_turns * high + len(task.task))
+                _live_roles(estimate, plan, user.user_id, len(task.task))
+        store = _verbatim_store(turns) if turns else []
+        for dimension in [t.dimension for t in tasks]:
+            entry = entries[dimension]
+            shell = _chars(built.slot_fill_messages(entry.dimension, entry.category, CATEGORY_GUIDE[entry.category],
+                                                    "[]"))
+            _score_dimension(estimate, plan, built, entry, shell, store, histories[dimension], memory_systems,
+                             judge_answer, [t.task for t in tasks if t.dimension == dimension][0])
+        if writers:
+            observations = len(turns) if turns else sum(2 * s.max_turns for _ in tasks)
+            chars = float(sum(len(t[3]) for t in turns)) / max(1, len(turns)) if turns else 500.0
+            for _ in writers:
+                estimate.role("memory_writer").add_calls(
+                    (observations, 2 * observations, 3 * observations), (1500 + chars, 3000 + chars, 6000 + chars),
+                    _answer_tokens(None))
+    if dialogues is None:
+        estimate.notes.append("live rollout: dialogue lengths are not known before the run (1 turn to the cap "
+                              "per task), so agent, simulator and attribution ranges are wide")
+    if any(name not in _VERBATIM | _NO_MEMORY for name in plan.systems):
+        estimate.notes.append("systems that write their own notes: store size taken as 0.3×–1.5× of the verbatim "
+                              "turns")
+    return estimate
+
+
+def _score_dimension(estimate: CostEstimate, plan: RecoveryPlan, built: Any, entry: BankEntry, shell: int,
+                     store: list[dict[str, Any]], history: tuple[float, float, float], memory_systems: list[str],
+                     judge_answer: tuple[float, float, float], task_text: str) -> None:
+    """Slot-fill, judge and attribution of one (user, dimension) over every system and mode."""
+    s = plan.settings
+    full = _store_json_chars(store) if store else None
+    sizes = sorted(_store_json_chars([item]) for item in store)
+    judge_chars = float(_chars(built.judge_messages(entry, _LABEL)))
+    below = 0.0  # expected cases scored below 0.75 (they need attribution)
+    below_high = 0
+    for system in plan.systems:
+        for mode in plan.modes:
+            if system in _NO_MEMORY:
+                below += 1
+                below_high += 1
+                continue
+            if mode == "dump_all":
+                base = (full, full, full) if full is not None else (500.0, 3000.0, 40_000.0)
+            else:
+                k = min(RETRIEVE_K, len(sizes)) if sizes else RETRIEVE_K
+                low, high = (float(sum(sizes[:k])), float(sum(sizes[-k:]))) if sizes else (300.0, 5000.0)
+                base = (low, (low + 3 * high) / 4, high)  # retrieval favours the longer, richer turns
+            if system not in _VERBATIM:
+                base = (base[0] * _WRITER_STORE[0], base[1] * _WRITER_STORE[1], base[2] * _WRITER_STORE[2])
+            chars = (shell + base[0], shell + base[1], shell + base[2])
+            estimate.role("slot_filler").add_calls((0, 1, 1), chars, _answer_tokens(s.judge_max_tokens))
+            estimate.role("recovery_judge").add_calls((0, 1 - EXPECTED["unknown_fill"], 1),
+                                                      (judge_chars,) * 3, judge_answer)
+            below += 1 - EXPECTED["recovered"]
+            below_high += 1
+    attribution = estimate.role("attribution_judge")
+    stage0_chars = float(_chars(built.task_design_messages(task_text, entry)))
+    stage0 = (1.0 if any(s in _NO_MEMORY for s in plan.systems) else 0.0, 1.0 if below else 0.0, 1.0)
+    attribution.add_calls(stage0, (stage0_chars,) * 3, judge_answer)
+    history_turns = [("user", "x" * int(history[1]))]
+    stage_chars = float(_chars(built.disclosure_messages(task_text, history_turns, entry)))
+    invited = below * EXPECTED["can_invite"]
+    attribution.add_calls((0, invited, below_high), (stage_chars - history[1] + history[0], stage_chars,
+                                                     stage_chars - history[1] + history[2]), judge_answer)
+    attribution.add_calls((0, invited * (1 - EXPECTED["disclosed"]), below_high),
+                          (stage_chars - history[1] + history[0], stage_chars, stage_chars - history[1] + history[2]),
+                          judge_answer)
+
+
+def _live_roles(estimate: CostEstimate, plan: RecoveryPlan, user_id: str, task_chars: int) -> None:
+    """Agent, simulator and preference-judge calls of one live task (1 turn to the turn cap)."""
+    del user_id
+    s = plan.settings
+    low, mid, high = _LIVE_MESSAGE_CHARS
+    turns = (1.0, min(3.0, s.max_turns), float(s.max_turns))
+    for system in plan.systems:
+        del system
+        estimate.role("agent").add_calls(turns, (2000 + task_chars, 4000 + 4 * mid, 8000 + 2 * s.max_turns * high),
+                                         _answer_tokens(s.agent_max_tokens))
+        estimate.role("simulator").add_calls(turns, (6000 + task_chars, 12_000 + 4 * mid,
+                                                     20_000 + 2 * s.max_turns * high),
+                                             _answer_tokens(s.simulator_max_tokens))
+        if s.preference_judge:
+            estimate.role("preference_judge").add_calls(turns, (2000 + low, 3000 + mid, 4000 + high),
+                                                        _answer_tokens(s.preference_judge_cap))
+
+
+def plan_from_config(config: dict[str, Any]) -> RecoveryPlan | None:
+    """The plan a protocol-A recording's header describes (for the report's estimate beside the
+    actual tokens); None when the header is not a run's (an import) or its inputs are gone."""
+    from pathlib import Path
+
+    from memprobe_engine.recovery.dialogue_source import DialogueSource
+    from memprobe_engine.recovery.rollout import RolloutSettings
+    from memprobe_engine.recovery.runner import RecoveryPlan
+
+    sessions = config.get("sessions")
+    if config.get("suite") != "recovery" or config.get("source") or not isinstance(sessions, str) \
+            or not Path(sessions).is_dir():
+        return None
+    users = config.get("users")
+    dialogues = config.get("dialogues")
+    settings = RolloutSettings(
+        max_turns=int(config.get("max_turns", 25)), judge_max_tokens=config.get("judge_max_tokens"),
+        agent_max_tokens=config.get("agent_max_tokens"), simulator_max_tokens=config.get("simulator_max_tokens"),
+        preference_judge=bool(config.get("preference_judge", True)),
+        preference_judge_max_tokens=config.get("preference_judge_max_tokens"),
+        framing=config.get("framing", "release"))
+    return RecoveryPlan(sessions_dir=Path(sessions), users=users if isinstance(users, list) else None,
+                        dimensions=config.get("dimensions"), systems=list(config.get("systems") or []),
+                        modes=list(config.get("modes") or ["dump_all", "retrieve"]), settings=settings,
+                        dialogues=DialogueSource(Path(dialogues["recording"]), str(dialogues["system"]))
+                        if isinstance(dialogues, dict) else None)
