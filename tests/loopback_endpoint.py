@@ -9,7 +9,8 @@ scripted replies after a set latency, and ``GET …/models`` at once. It is writ
 
 prints ``listening on http://127.0.0.1:PORT/v1`` once it accepts connections. ``--fail-after N``
 answers HTTP 503 to every chat request after the N-th (an endpoint going down mid-run);
-``--exit-after N`` closes the listener and exits instead. A ``SIGTERM`` stops it; ``--log FILE`` then
+``--exit-after N`` closes the listener and exits instead. ``GET …/stats`` answers how many chat
+requests it answered and how often each distinct request body (by hash) was among them. A ``SIGTERM`` stops it; ``--log FILE`` then
 receives how many chat requests it answered. :func:`running_endpoint` starts one in its own process.
 """
 
@@ -18,9 +19,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import hashlib
 import signal
 import subprocess
 import sys
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -46,6 +49,8 @@ class LoopbackEndpoint:
         self.fail_after = fail_after
         self.exit_after = exit_after
         self.answered = 0
+        #: How many times each distinct request body was answered (GET /stats returns it).
+        self.bodies: Counter[str] = Counter()
         self.stop = asyncio.Event()
 
     def chat(self, body: bytes) -> tuple[int, bytes]:
@@ -55,6 +60,7 @@ class LoopbackEndpoint:
         messages = tuple(ChatMessage(role=m["role"], content=m["content"]) for m in request["messages"])
         _, text = self.oracle.answer(ChatRequest(model=request.get("model", "m"), messages=messages))
         self.answered += 1
+        self.bodies[hashlib.sha256(body).hexdigest()[:16]] += 1
         return 200, orjson.dumps({
             "id": f"c{self.answered}", "object": "chat.completion", "created": 0, "model": request.get("model"),
             "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
@@ -79,6 +85,8 @@ class LoopbackEndpoint:
                     if self.exit_after is not None and self.answered > self.exit_after:
                         self.stop.set()
                         return  # the connection drops without an answer: the endpoint died
+                elif method == "GET" and path.endswith("/stats"):
+                    status, payload = 200, orjson.dumps({"answered": self.answered, "bodies": self.bodies})
                 elif method == "GET" and path.endswith("/models"):
                     status, payload = 200, b'{"object": "list", "data": [{"id": "scripted"}]}'
                 else:
@@ -124,6 +132,15 @@ def running_endpoint(delay_s: float, *extra: str) -> Iterator[tuple[str, subproc
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
+
+
+def endpoint_stats(url: str) -> tuple[int, Counter[str]]:
+    """(chat requests answered, answers per distinct request body) of a running endpoint."""
+    import urllib.request
+
+    with urllib.request.urlopen(f"{url}/stats", timeout=10) as answer:
+        stats = orjson.loads(answer.read())
+    return int(stats["answered"]), Counter(stats["bodies"])
 
 
 def main() -> None:

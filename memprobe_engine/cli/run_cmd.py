@@ -6,7 +6,7 @@ import asyncio
 import os
 from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 from rich.console import Console
@@ -14,6 +14,9 @@ from rich.console import Console
 from memprobe_engine.cli.model_flags import role_specs
 from memprobe_engine.errors import ConfigError
 from memprobe_engine.orchestration.progress import ProgressHook
+
+if TYPE_CHECKING:
+    from memprobe_engine.orchestration.ray_executor import RayOptions
 
 #: Units at once by default: enough to keep the embedded server's 4 slots busy in the quick run (two
 #: systems, each with a simulator and a preference judge in flight); bench/quick_run.py measures it.
@@ -122,6 +125,12 @@ def run(
         help="recovery: fixed-dialogue (off-policy) run: feed each task's recorded dialogue from RECORDING[@SYSTEM] "
              "to the memory systems instead of a live rollout (no simulator, assistant or preference-judge call), "
              "e.g. sessions/release-a/dialogues.")] = None,
+    executor: Annotated[str, typer.Option(help="Where units run: local (this process, --concurrency at once) or ray "
+                                          "(one Ray task per unit; docs/scale.md).")] = "local",
+    ray_address: Annotated[Optional[str], typer.Option(help="--executor ray: the cluster to join (e.g. auto, or "
+                                                       "HOST:6379); default: a local Ray instance.")] = None,
+    ray_workers: Annotated[int, typer.Option(help="--executor ray without --ray-address: worker processes of the "
+                                             "local instance (units at once).")] = 2,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the resolved protocol (models, temperatures, "
                                           "caps, k, policy; for paradigms units and calls) and stop; no model is "
                                           "called and nothing is written. Protocol A adds the expected calls, "
@@ -151,6 +160,7 @@ def run(
                           f"--concurrency 4).")
     for flag, listed in (("--users", users), ("--dims", dims), ("--episodes", episodes)):
         unique(flag, _csv(listed) or [])
+    ray = ray_options(executor, ray_address, ray_workers)
     cache = None if no_cache else ResponseCache()
     run_work: Callable[[ProgressHook], Coroutine[Any, Any, Path]]
     if suite == "paradigms":
@@ -165,7 +175,7 @@ def run(
         if needs_models(paradigm.systems):
             check_specs(llm_config.models.values())  # before the recording pins a spec that cannot work
         run_work = lambda hook: run_paradigms(paradigm, record, llm_config=llm_config, concurrency=concurrency,
-                                              cache=cache, progress=hook, signals=True)
+                                              cache=cache, progress=hook, signals=True, ray=ray)
     else:
         recovery = recovery_plan(RecoveryOptions(
             sessions=sessions, systems=_system_list(systems), config=config, shard=_shard(shard), seed=seed,
@@ -186,12 +196,32 @@ def run(
             return
         check_specs(llm_config.models.values())  # before the recording pins a spec that cannot work
         run_work = lambda hook: run_recovery(recovery, record, llm_config=llm_config, concurrency=concurrency,
-                                             cache=cache, progress=hook, signals=True)
+                                             cache=cache, progress=hook, signals=True, ray=ray)
     with CommandProgress("run", unit="units") as progress:
         # Printed at once: the first minutes may go to model start-up, which the display then shows.
         progress.phase(f"recording to {record}; models start on their first call")
         out = asyncio.run(run_work(progress.hook))
     console.print(f"recorded to [bold]{out}[/]  (report: memprobe report {out})")
+
+
+def ray_options(executor: str, address: str | None, workers: int) -> RayOptions | None:
+    """``--executor`` and its flags, checked before anything is written."""
+    from memprobe_engine.orchestration.ray_executor import RayOptions
+
+    if executor not in ("local", "ray"):
+        raise ConfigError(f"--executor {executor!r}: use local (this process) or ray (one Ray task per unit).")
+    if executor == "local":
+        if address is not None:
+            raise ConfigError("--ray-address is read only with --executor ray; add --executor ray, or drop it.")
+        return None
+    if workers < 1:
+        raise ConfigError(f"--ray-workers {workers}: give how many worker processes to start, 1 or more.")
+    try:
+        import ray  # noqa: F401 - only whether it is installed
+    except ImportError:
+        raise ConfigError("--executor ray needs Ray: pip install 'memprobe[ray]', or run with --executor local.") \
+            from None
+    return RayOptions(address=address, workers=workers)
 
 
 def given_flags(ctx: typer.Context) -> list[str]:

@@ -40,13 +40,15 @@ class Recorder:
     (for library use where the caller explicitly asked for no recording). ``layer`` marks every
     event it emits as part of that judgment layer (``EventBase.layer``)."""
 
-    def __init__(self, writer: EventWriter | None, layer: str | None = None) -> None:
+    def __init__(self, writer: EventWriter | None, layer: str | None = None, *,
+                 span_prefix: str | None = None) -> None:
         self.writer = writer
         self.layer = layer
-        # Span ids only need to be unique within a recording; the prefix keeps resumed sessions apart.
+        # Span ids only need to be unique within a recording; the prefix keeps resumed sessions apart
+        # (and the units a distributed run records from several processes: ``span_prefix``).
         start = writer.next_seq if writer is not None else 0
         self._ids = itertools.count(1)
-        self._prefix = f"s{start}-"
+        self._prefix = span_prefix if span_prefix is not None else f"s{start}-"
         #: Spans begun and not yet ended, in opening order (the run lifecycle closes leftovers).
         self._open: dict[str, SpanPosition] = {}
 
@@ -79,6 +81,16 @@ class Recorder:
     def put_payload(self, data: object) -> str | None:
         """Store ``data`` once by hash; returns the reference (None when not recording)."""
         return self.writer.put_payload(data) if self.writer is not None else None
+
+    @contextlib.contextmanager
+    def inside(self, span_id: str) -> Iterator[None]:
+        """Place the enclosed events in ``span_id``, a span another recorder opened (the run span a
+        distributed run's driver holds open while its workers record the units)."""
+        token = _POSITION.set(SpanPosition(span_id=span_id))
+        try:
+            yield
+        finally:
+            _POSITION.reset(token)
 
     @contextlib.contextmanager
     def scope(self, *, unit: str | None = None, user_id: str | None = None, system: str | None = None,

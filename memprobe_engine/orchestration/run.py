@@ -31,6 +31,7 @@ from memprobe_engine.orchestration.units import UnitTally, run_units, select_uni
 
 if TYPE_CHECKING:
     from memprobe_engine.llm.cache import ResponseStore
+    from memprobe_engine.orchestration.ray_executor import RayOptions
     from memprobe_engine.llm.client import BackendFactory, ChatClient
     from memprobe_engine.llm.config import LLMConfig
     from memprobe_engine.llm.embeddings import TextEmbedder
@@ -58,12 +59,15 @@ def resume_checker(protocol: BenchmarkProtocol[Any], record: Path,
 async def run_protocol(protocol: BenchmarkProtocol[UnitT], record: Path, *, llm_config: LLMConfig,
                        concurrency: int = 1, cache: ResponseStore | None = None,
                        backend_factory: BackendFactory | None = None, embedder: TextEmbedder | None = None,
-                       progress: ProgressHook | None = None, signals: bool = False) -> Path:
+                       progress: ProgressHook | None = None, signals: bool = False,
+                       ray: RayOptions | None = None) -> Path:
     """Run (or resume) ``protocol`` into ``record`` (its shard's folder); returns the recording directory.
 
     The recording's lifecycle (run_start / run_end with its status, spans left open closed as
     cancelled, lock released) is :func:`recorded_run`'s; ``signals=True`` (the CLI) makes SIGTERM
-    end the run as ``interrupted``. ``embedder`` (tests) replaces the one the run would create."""
+    end the run as ``interrupted``. ``embedder`` (tests) replaces the one the run would create.
+    ``ray`` runs each unit as a Ray task (:mod:`memprobe_engine.orchestration.ray_executor`); the
+    recording keeps this process as its one writer."""
     from memprobe_engine.llm.client import ChatClient
 
     config = run_config(protocol, llm_config)
@@ -86,6 +90,15 @@ async def run_protocol(protocol: BenchmarkProtocol[UnitT], record: Path, *, llm_
         run.scrub = chat.scrub
         tally = UnitTally(len(units))
         try:
+            if ray is not None:
+                from memprobe_engine.orchestration.ray_executor import run_units_on_ray
+
+                with run.recorder.span("run", "run") as run_span:
+                    await run_units_on_ray(
+                        protocol, units, writer=run.writer, run_span=run_span, llm_config=llm_config,
+                        embedding_spec=spec, concurrency=concurrency, responses=state.responses,
+                        persistent_cache=cache is not None, options=ray, tally=tally, progress=progress)
+                return record
             if spec is not None:
                 from memprobe_engine.llm.embeddings import Embedder
 

@@ -67,6 +67,7 @@ from memprobe_engine.paradigms.scoring import SCORING_MODES, mode_layer, score_p
 from memprobe_engine.paradigms.suite import Episode, Probe, Suite, load_suite
 
 if TYPE_CHECKING:
+    from memprobe_engine.orchestration.ray_executor import RayOptions
     from memprobe_engine.events.recorder import Recorder
     from memprobe_engine.llm.cache import ResponseStore
     from memprobe_engine.llm.client import BackendFactory, ChatClient
@@ -382,12 +383,12 @@ class ParadigmRun:
 async def run_paradigms(plan: ParadigmPlan, record: Path, *, llm_config: LLMConfig, concurrency: int = 1,
                         cache: ResponseStore | None = None, backend_factory: BackendFactory | None = None,
                         embedder: TextEmbedder | None = None, progress: ProgressHook | None = None,
-                        signals: bool = False) -> Path:
+                        signals: bool = False, ray: RayOptions | None = None) -> Path:
     """Run (or resume) a protocol-B benchmark into ``record``; returns the recording directory (see
     :func:`memprobe_engine.orchestration.run.run_protocol`)."""
     return await run_protocol(ParadigmRun(plan), record, llm_config=llm_config, concurrency=concurrency, cache=cache,
                               backend_factory=backend_factory, embedder=embedder, progress=progress,
-                              signals=signals)
+                              signals=signals, ray=ray)
 
 
 def describe_plan(plan: ParadigmPlan, record: Path | None = None) -> list[str]:

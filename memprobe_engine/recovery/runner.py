@@ -29,6 +29,7 @@ from memprobe_engine.recovery.scoring import Mode
 from memprobe_engine.recovery.unit import UnitContext, run_unit, tasks_for
 
 if TYPE_CHECKING:
+    from memprobe_engine.orchestration.ray_executor import RayOptions
     from memprobe_engine.llm.cache import ResponseStore
     from memprobe_engine.llm.client import BackendFactory
     from memprobe_engine.llm.config import LLMConfig
@@ -149,12 +150,12 @@ class RecoveryRun:
 async def run_recovery(plan: RecoveryPlan, record: Path, *, llm_config: LLMConfig, concurrency: int = 1,
                        cache: ResponseStore | None = None, backend_factory: BackendFactory | None = None,
                        embedder: TextEmbedder | None = None, progress: ProgressHook | None = None,
-                       signals: bool = False) -> Path:
+                       signals: bool = False, ray: RayOptions | None = None) -> Path:
     """Run (or resume) a protocol-A benchmark into ``record``; returns the recording directory (see
     :func:`memprobe_engine.orchestration.run.run_protocol`)."""
     return await run_protocol(RecoveryRun(plan), record, llm_config=llm_config, concurrency=concurrency, cache=cache,
                               backend_factory=backend_factory, embedder=embedder, progress=progress,
-                              signals=signals)
+                              signals=signals, ray=ray)
 
 
 __all__ = ["RecoveryPlan", "RecoveryRun", "run_recovery"]
