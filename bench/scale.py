@@ -83,16 +83,60 @@ class Measured:
     endpoint_cpu_s: float
 
 
+def tree_cpu_s(root: int, exclude: set[int]) -> float:
+    """CPU seconds of ``root`` and every live process below it (a local Ray instance's GCS, raylet,
+    workers and the relay actor), leaving out ``exclude`` (the endpoints)."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                parents[int(entry.name)] = int(Path(entry, "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+    tree, frontier = {root}, [root]
+    while frontier:
+        parent = frontier.pop()
+        children = [pid for pid, ppid in parents.items() if ppid == parent and pid not in tree]
+        tree.update(children)
+        frontier.extend(children)
+    total = 0.0
+    for pid in tree - exclude:
+        try:
+            total += process_cpu_s(pid) if pid != os.getpid() else time.process_time()
+        except (OSError, ValueError, IndexError):
+            continue
+    return total
+
+
 def one_run(executor: str, urls: list[str], endpoints: list[int], concurrency: int, record: Path) -> Measured:
-    """One run in this process, timed around the run alone (start-up imports excluded)."""
+    """One run in this process, timed around the run alone (start-up imports and Ray's start excluded).
+    CPU: this process and, for Ray, every process of the local instance."""
+    from memprobe_engine.orchestration.ray_executor import RayOptions
+
     before = sum(process_cpu_s(pid) for pid in endpoints)
-    cpu_before = time.process_time()
+    cpu_before = tree_cpu_s(os.getpid(), set(endpoints))
     started = time.perf_counter()
-    asyncio.run(run_recovery(plan(), record, llm_config=llm_config(urls, concurrency), concurrency=concurrency))
+    ray = RayOptions(workers=int(executor[3:])) if executor.startswith("ray") else None
+    asyncio.run(run_recovery(plan(), record, llm_config=llm_config(urls, concurrency), concurrency=concurrency,
+                             ray=ray))
     wall = time.perf_counter() - started
-    cpu = time.process_time() - cpu_before
+    cpu = tree_cpu_s(os.getpid(), set(endpoints)) - cpu_before
     calls = sum(1 for _ in open_recording(record).iter_events(kinds=["llm_call"]))
     return Measured(wall, calls, cpu, sum(process_cpu_s(pid) for pid in endpoints) - before)
+
+
+def start_ray(executor: str) -> None:
+    if executor.startswith("ray"):
+        from memprobe_engine.orchestration.ray_executor import RayOptions, connect
+
+        connect(RayOptions(workers=int(executor[3:])))
+
+
+def stop_ray(executor: str) -> None:
+    if executor.startswith("ray"):
+        import ray
+
+        ray.shutdown()
 
 
 def main() -> None:
@@ -100,7 +144,8 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.05)
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--executors", default="local")
+    parser.add_argument("--executors", default="local,ray1,ray2,ray4",
+                        help="local, and rayN: Ray on a local instance of N worker processes")
     parser.add_argument("--endpoints", type=int, default=1)
     args = parser.parse_args()
     workdir = Path(tempfile.mkdtemp(prefix="memprobe-scale-"))
@@ -114,8 +159,12 @@ def main() -> None:
             urls = [url for url, _ in started]
             pids = [process.pid for _, process in started]
             for executor in args.executors.split(","):
-                runs = [one_run(executor, urls, pids, args.concurrency, workdir / f"{executor}-{attempt}")
-                        for attempt in range(args.runs)]
+                start_ray(executor)
+                try:
+                    runs = [one_run(executor, urls, pids, args.concurrency, workdir / f"{executor}-{attempt}")
+                            for attempt in range(args.runs)]
+                finally:
+                    stop_ray(executor)
                 wall = statistics.median(r.wall_s for r in runs)
                 calls = runs[0].calls
                 cpu_ms = statistics.median(1000 * r.cpu_s / r.calls for r in runs)

@@ -29,10 +29,12 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Protocol
 
 from memprobe_engine.errors import ConfigError, MemProbeError
 from memprobe_engine.events.header import RecordingHeader
+from memprobe_engine.events.writer import EventWriter
 from memprobe_engine.orchestration.progress import ProgressHook
 from memprobe_engine.orchestration.protocol import BenchmarkProtocol, RunServices
 from memprobe_engine.orchestration.relay import EventFunnel, Item, RelayedResponses, RelayWriter
@@ -71,7 +73,19 @@ class UnitJob:
     persistent_cache: bool
 
 
-def _ray() -> Any:
+class _RemoteMethod(Protocol):
+    def remote(self, *args: object) -> object: ...
+
+
+class RelayHandle(Protocol):
+    """The relay actor's handle, as the tasks and the driver call it."""
+
+    put: _RemoteMethod
+    responses: _RemoteMethod
+    drain: _RemoteMethod
+
+
+def _ray() -> ModuleType:
     try:
         import ray
     except ImportError:
@@ -119,7 +133,7 @@ class _Relay:
         return batches
 
 
-def run_unit_task(job: UnitJob, index: int, relay: Any) -> float:
+def run_unit_task(job: UnitJob, index: int, relay: RelayHandle) -> float:
     """One unit in a worker process; returns the seconds it took. Runs inside a Ray task."""
     ray = _ray()
     from memprobe_engine.events.recorder import Recorder
@@ -163,7 +177,7 @@ def run_unit_task(job: UnitJob, index: int, relay: Any) -> float:
     return time.monotonic() - started
 
 
-async def run_units_on_ray(protocol: BenchmarkProtocol[Any], units: Sequence[Any], *, writer: Any, run_span: str,
+async def run_units_on_ray(protocol: BenchmarkProtocol[Any], units: Sequence[Any], *, writer: EventWriter, run_span: str,
                            llm_config: LLMConfig, embedding_spec: str | None, concurrency: int,
                            responses: dict[str, ChatResult], persistent_cache: bool, options: RayOptions,
                            tally: UnitTally, progress: ProgressHook | None) -> None:

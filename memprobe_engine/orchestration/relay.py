@@ -26,11 +26,10 @@ from typing import Any
 
 import orjson
 
-from memprobe_engine.events.base import EventBase
 from memprobe_engine.events.header import RecordingHeader
 from memprobe_engine.events.payloads import ScrubBytes, payload_hash
 from memprobe_engine.events.union import POINTERS_OF_KIND
-from memprobe_engine.events.writer import EventWriter
+from memprobe_engine.events.writer import E, EventWriter
 from memprobe_engine.llm.cache import ResponseStore
 from memprobe_engine.llm.types import ChatResult
 
@@ -67,15 +66,14 @@ class RelayWriter(EventWriter):
         if scrub not in self._scrubs:
             self._scrubs.append(scrub)
 
-    def write(self, event: Any) -> Any:
-        assert isinstance(event, EventBase)
+    def write(self, event: E) -> E:
         fields = event.__dict__
         fields["seq"] = self._next_seq
         if not event.time:
             fields["time"] = time.time()
         self._next_seq += 1
         self._batch.append(("event", self._scrub(orjson.dumps(event.model_dump(exclude_none=True)))))
-        self._hand_on(finished=event.kind in FINISHING_KINDS)  # type: ignore[attr-defined]
+        self._hand_on(finished=fields.get("kind") in FINISHING_KINDS)
         return event
 
     def write_dict(self, data: dict[str, Any]) -> int:
