@@ -9,7 +9,8 @@ scripted replies after a set latency, and ``GET …/models`` at once. It is writ
 
 prints ``listening on http://127.0.0.1:PORT/v1`` once it accepts connections. ``--fail-after N``
 answers HTTP 503 to every chat request after the N-th (an endpoint going down mid-run);
-``--exit-after N`` closes the listener and exits instead. ``GET …/stats`` answers how many chat
+``--exit-after N`` closes the listener and exits instead (``POST …/exit-after`` with N as the body
+sets it on a running endpoint, counted from then). ``GET …/stats`` answers how many chat
 requests it answered and how often each distinct request body (by hash) was among them. A ``SIGTERM`` stops it; ``--log FILE`` then
 receives how many chat requests it answered. :func:`running_endpoint` starts one in its own process.
 """
@@ -26,6 +27,7 @@ import sys
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import orjson
 
@@ -51,7 +53,10 @@ class LoopbackEndpoint:
         self.answered = 0
         #: How many times each distinct request body was answered (GET /stats returns it).
         self.bodies: Counter[str] = Counter()
+        #: Chat requests per ``X-MemProbe-Unit`` header (a role with several endpoints sends it).
+        self.units: Counter[str] = Counter()
         self.stop = asyncio.Event()
+        self.connections: set[asyncio.StreamWriter] = set()
 
     def chat(self, body: bytes) -> tuple[int, bytes]:
         request = orjson.loads(body)
@@ -67,26 +72,35 @@ class LoopbackEndpoint:
             "usage": {"prompt_tokens": 50, "completion_tokens": 10, "total_tokens": 60}})
 
     async def serve_connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.connections.add(writer)
         try:
             while True:
                 head = await reader.readuntil(b"\r\n\r\n")
                 request_line, *lines = head.decode("latin-1").split("\r\n")
-                length = 0
+                length, unit = 0, ""
                 for line in lines:
                     name, _, value = line.partition(":")
                     if name.lower() == "content-length":
                         length = int(value)
+                    elif name.lower() == "x-memprobe-unit":
+                        unit = value.strip()
                 body = await reader.readexactly(length) if length else b""
                 method, path = request_line.split(" ")[:2]
                 if method == "POST" and path.endswith("/chat/completions"):
                     if self.delay_s:
                         await asyncio.sleep(self.delay_s)
                     status, payload = self.chat(body)
+                    if status == 200:
+                        self.units[unit] += 1
                     if self.exit_after is not None and self.answered > self.exit_after:
                         self.stop.set()
                         return  # the connection drops without an answer: the endpoint died
+                elif method == "POST" and path.endswith("/exit-after"):
+                    self.exit_after = self.answered + int(body or b"0")
+                    status, payload = 200, b"{}"
                 elif method == "GET" and path.endswith("/stats"):
-                    status, payload = 200, orjson.dumps({"answered": self.answered, "bodies": self.bodies})
+                    status, payload = 200, orjson.dumps({"answered": self.answered, "bodies": self.bodies,
+                                                        "units": self.units})
                 elif method == "GET" and path.endswith("/models"):
                     status, payload = 200, b'{"object": "list", "data": [{"id": "scripted"}]}'
                 else:
@@ -95,6 +109,7 @@ class LoopbackEndpoint:
         except (asyncio.IncompleteReadError, ConnectionError, asyncio.LimitOverrunError):
             pass
         finally:
+            self.connections.discard(writer)
             writer.close()
 
 
@@ -106,8 +121,10 @@ async def serve(args: argparse.Namespace) -> None:
     loop.add_signal_handler(signal.SIGTERM, endpoint.stop.set)
     loop.add_signal_handler(signal.SIGINT, endpoint.stop.set)
     print(f"listening on http://127.0.0.1:{port}/v1", flush=True)
-    async with server:
-        await endpoint.stop.wait()
+    await endpoint.stop.wait()
+    server.close()  # no new connections (they are refused from here on), and the open ones dropped
+    for connection in list(endpoint.connections):
+        connection.close()
     if args.log:
         Path(args.log).write_text(orjson.dumps({"answered": endpoint.answered}).decode())
 
@@ -136,11 +153,23 @@ def running_endpoint(delay_s: float, *extra: str) -> Iterator[tuple[str, subproc
 
 def endpoint_stats(url: str) -> tuple[int, Counter[str]]:
     """(chat requests answered, answers per distinct request body) of a running endpoint."""
+    stats = raw_stats(url)
+    return int(stats["answered"]), Counter(stats["bodies"])
+
+
+def exit_after(url: str, answers: int) -> None:
+    """Make a running endpoint die after ``answers`` more chat answers."""
+    import urllib.request
+
+    urllib.request.urlopen(urllib.request.Request(f"{url}/exit-after", data=str(answers).encode()), timeout=10).read()
+
+
+def raw_stats(url: str) -> dict[str, Any]:
     import urllib.request
 
     with urllib.request.urlopen(f"{url}/stats", timeout=10) as answer:
-        stats = orjson.loads(answer.read())
-    return int(stats["answered"]), Counter(stats["bodies"])
+        stats: dict[str, Any] = orjson.loads(answer.read())
+    return stats
 
 
 def main() -> None:

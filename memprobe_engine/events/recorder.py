@@ -35,6 +35,14 @@ class SpanPosition:
 _POSITION: contextvars.ContextVar[SpanPosition] = contextvars.ContextVar("memprobe_position", default=SpanPosition())
 
 
+def current_unit() -> str | None:
+    """The unit (and its system) the running code records into, e.g. ``sim_01/nomem``; None outside one."""
+    pos = _POSITION.get()
+    if pos.unit is None:
+        return None
+    return pos.unit if pos.system is None else f"{pos.unit}/{pos.system}"
+
+
 class Recorder:
     """Fills in span and scope, then hands the event to the writer. ``writer=None`` records nothing
     (for library use where the caller explicitly asked for no recording). ``layer`` marks every

@@ -71,12 +71,16 @@ class TransientBackendError(Exception):
 
     ``refused`` marks a connection the host refused (nothing listens on that port): retried once,
     quickly, since waiting rarely brings a server up, so a wrong URL fails in about a second rather
-    than after the full backoff that timeouts and 5xx answers keep."""
+    than after the full backoff that timeouts and 5xx answers keep. ``down`` marks a failure that says
+    the endpoint itself is failing (unreachable, timed out, a 5xx answer), not that it is busy (429):
+    a role with several endpoints takes such an endpoint out of rotation."""
 
-    def __init__(self, message: str, *, retry_after_s: float | None = None, refused: bool = False) -> None:
+    def __init__(self, message: str, *, retry_after_s: float | None = None, refused: bool = False,
+                 down: bool = False) -> None:
         super().__init__(message)
         self.retry_after_s = retry_after_s
         self.refused = refused
+        self.down = down or refused
 
 
 @runtime_checkable

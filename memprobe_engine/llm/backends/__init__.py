@@ -19,6 +19,9 @@ from memprobe_engine.llm.types import ChatBackend
 def make_backend(spec: ModelSpec, env: Mapping[str, str] | None = None) -> ChatBackend:
     """A new backend for ``spec`` (the client creates one per distinct spec and reuses it)."""
     env = os.environ if env is None else env
+    if spec.backend == "openai" and spec.base_url and "," in spec.base_url:
+        from memprobe_engine.llm.backends.endpoints import MultiEndpointBackend
+        return MultiEndpointBackend.from_spec(spec, env)
     if spec.backend == "openai":
         from memprobe_engine.llm.backends.openai_compat import OpenAICompatBackend
         return OpenAICompatBackend.from_spec(spec, env)

@@ -55,12 +55,18 @@ def token_parameter(model: str, setting: TokenParam = "auto") -> str:
 class EndpointUnreachable(TransientBackendError):
     """The endpoint refused or dropped the connection; ``hint`` says which setting to check."""
 
+    def __init__(self, message: str, *, refused: bool = False) -> None:
+        super().__init__(message, refused=refused, down=True)
+
     hint = ("Check the URL in --model / MEMPROBE_MODEL / MEMPROBE_MODEL_<ROLE> / the config file's "
             "[models] table, or start the server.")
 
 
 class EndpointTimedOut(TransientBackendError):
     """A request's timeout ran out with no answer; ``hint`` says what helps (not more retries)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, down=True)
 
     hint = ("The endpoint stayed silent on every attempt: check that the server is running and not hung, or "
             "raise timeout_s in the role's [models.ROLE] table if it is only slow.")
@@ -180,12 +186,15 @@ class OpenAICompatBackend:
             self._session = session
         return session
 
-    async def complete(self, request: ChatRequest, *, extra_body: dict[str, Any] | None = None) -> ChatResult:
+    async def complete(self, request: ChatRequest, *, extra_body: dict[str, Any] | None = None,
+                       unit: str | None = None) -> ChatResult:
         """One attempt; see the module docstring for how failures are classified. ``extra_body`` adds
-        server-specific request fields that are not part of the request's identity (a slot to use)."""
+        server-specific request fields that are not part of the request's identity (a slot to use);
+        ``unit`` goes out as the ``X-MemProbe-Unit`` header (a role with several endpoints sends it, so
+        a server's log shows which unit each request belongs to)."""
         body = self._body(request, extra_body)
         try:
-            status, headers, payload = await self._watched(self._post(body))
+            status, headers, payload = await self._watched(self._post(body, unit))
         except (EndpointSilent, TransientBackendError, LLMError):
             raise
         except Exception as err:  # noqa: BLE001 — every transport failure is classified, none escapes raw
@@ -194,8 +203,9 @@ class OpenAICompatBackend:
             raise self._status_error(status, headers, payload)
         return self._result(headers, payload)
 
-    async def _post(self, body: bytes) -> tuple[int, Mapping[str, str], bytes]:
-        async with self._client().post(self._completions_url, data=body, headers=self._headers) as response:
+    async def _post(self, body: bytes, unit: str | None = None) -> tuple[int, Mapping[str, str], bytes]:
+        headers = self._headers if unit is None else {**self._headers, "X-MemProbe-Unit": unit}
+        async with self._client().post(self._completions_url, data=body, headers=headers) as response:
             return response.status, response.headers, await response.read()
 
     def _result(self, headers: Mapping[str, str], payload: bytes) -> ChatResult:
@@ -327,7 +337,7 @@ class OpenAICompatBackend:
                                    f"(HTTP {status}: {detail}).")
         if status >= 500 or status in (408, 409):
             return TransientBackendError(f"{url} failed with HTTP {status} ({detail})",
-                                         retry_after_s=_retry_after(headers))
+                                         retry_after_s=_retry_after(headers), down=status >= 500)
         return LLMError(f"{url} refused the request for model {self.model!r} (HTTP {status}: {detail}).")
 
 
