@@ -72,6 +72,10 @@ class MemProbeApp(App[None]):
         finally:
             if no_color and previous is None:
                 del os.environ["NO_COLOR"]
+        # Over SSH every animation frame is a round trip: a smooth `G` took ~0.9 s to settle (34 ms
+        # without). Off unless the user asked for them with Textual's own TEXTUAL_ANIMATIONS.
+        if "TEXTUAL_ANIMATIONS" not in os.environ:
+            self.animation_level = "none"
         self.session = session
         self.folder = folder or Path("recordings")
         self.rescore: RescoreFunction | None = resolve_rescore() if rescore == "auto" else rescore
@@ -82,17 +86,21 @@ class MemProbeApp(App[None]):
 
     def on_show_text(self, message: ShowText) -> None:
         """A pane or screen asked for a text full screen (``z``/Enter, ``i``)."""
-        self.push_screen(TextViewScreen(message.title, message.lines, message.query))
+        below = self.screen.session if isinstance(self.screen, ReplayScreen) else None
+        self.push_screen(TextViewScreen(message.title, message.lines, message.query, session=below,
+                                        export_as=message.export_as, data=message.data))
 
     def on_mount(self) -> None:
         keymap, problem = load_keymap(self.keymap_path)
+        problems = [problem] if problem else []  # every problem of the file at once, not the first
         if keymap:
             self.set_keymap(keymap)
             unknown = unknown_ids(keymap, known_binding_ids())
-            if unknown and problem is None:
-                problem = f"{self.keymap_path}: no binding has the id(s) {', '.join(unknown)}; press F1 for the keys."
-        if problem:
-            self.notify(problem, title="keymap", severity="warning", timeout=15)
+            if unknown:
+                problems.append(f"{self.keymap_path}: no binding has the id(s) {', '.join(unknown)}; "
+                                "press F1 for the keys.")
+        if problems:
+            self.notify("\n".join(problems), title="keymap", severity="warning", timeout=15)
         if self.session is not None:
             self.open_overview(self.session)
         else:

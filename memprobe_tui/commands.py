@@ -9,10 +9,21 @@ from typing import cast
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
 from memprobe_engine.replay import ReplaySession, units
-from memprobe_engine.replay.scores import category_map
+from memprobe_engine.replay.scores import ScorePair, category_map, score_board
+from memprobe_tui.palette_match import match_words
 from memprobe_tui.navigation import Navigator
 
 Candidate = tuple[str, Callable[[], None], str]
+
+
+def _score(pair: ScorePair | None) -> str:
+    """A case's current judge score as the palette shows it (``—`` not judged, ``excl`` excluded)."""
+    if pair is None or pair.current is None:
+        return "—"
+    if pair.excluded:
+        return "excl"
+    score = pair.current.score
+    return "—" if score is None else f"{score:.2f}"
 
 
 class ReplayCommands(Provider):
@@ -36,11 +47,14 @@ class ReplayCommands(Provider):
             found.append((f"memory store {cell}", partial(nav.open_memory, session, unit.user_id, unit.system, None),
                           f"the final store of {cell}"))
         systems_of = {u.user_id: [x.system for x in unit_list if x.user_id == u.user_id] for u in unit_list}
+        pairs = score_board(session).pairs
         for (user_id, dimension), category in sorted(category_map(session).items()):
             for system in systems_of.get(user_id, []):
+                scores = " / ".join(f"{label} {_score(pairs.get((user_id, system, dimension, mode)))}"
+                                    for mode, label in (("dump_all", "full"), ("retrieve", "top-k")))
                 found.append((f"dimension {user_id} × {system} · {dimension}",
                               partial(nav.open_dimension, session, user_id, system, dimension),
-                              f"{category}: target, scores, attribution, re-run"))
+                              f"{category} · judge {scores}: target, scores, attribution, re-run"))
         self._candidates = found
 
     async def discover(self) -> Hits:
@@ -48,8 +62,7 @@ class ReplayCommands(Provider):
             yield DiscoveryHit(name, run, help=help_text)
 
     async def search(self, query: str) -> Hits:
-        matcher = self.matcher(query)
         for name, run, help_text in self._candidates:
-            score = matcher.match(name)
-            if score > 0:
-                yield Hit(score, matcher.highlight(name), run, help=help_text)
+            matched = match_words(query, name)
+            if matched is not None:
+                yield Hit(matched[0], matched[1], run, help=help_text)

@@ -71,6 +71,11 @@ class ShowText(Message):
     """Show ``lines`` full screen under ``title`` (re-applying the search ``query``). Panes and screens
     post it and the app pushes the text view, so no widget or base screen imports a screen above it."""
 
-    def __init__(self, title: str, lines: Sequence[RenderableType], query: str = "") -> None:
+    def __init__(self, title: str, lines: Sequence[RenderableType], query: str = "", *, export_as: str = "",
+                 data: object = None) -> None:
         super().__init__()
         self.title, self.lines, self.query = title, list(lines), query
+        #: What an export of this text is named after (``settings``); empty: after the title.
+        self.export_as = export_as
+        #: What ``W`` writes as JSON (the settings' header, not their text); None: the text.
+        self.data = data

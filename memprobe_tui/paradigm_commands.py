@@ -10,8 +10,11 @@ from textual.command import DiscoveryHit, Hit, Hits, Provider
 
 from memprobe_engine.replay import ReplaySession
 from memprobe_engine.replay.paradigm_queries import PROBE_ABBREV, episode_rows, is_paradigm_recording
+from memprobe_tui.palette_match import match_words
+from memprobe_tui.render_paradigm import fmt_score
 from memprobe_tui.screens.episode_stepper import EpisodeScreen
 from memprobe_tui.screens.probe_inspector import ProbeScreen
+from memprobe_tui.widgets.episode_table import probe_cell
 
 Candidate = tuple[str, Callable[[], None], str]
 
@@ -37,12 +40,14 @@ class ParadigmCommands(Provider):
         for row in episode_rows(session):
             cell = f"{row.episode_id} × {row.system}"
             found.append((f"episode {cell}", partial(self._episode, session, row.episode_id, row.system),
-                          f"{row.paradigm} · {row.condition} · {row.sessions} sessions"))
+                          f"{row.paradigm} · {row.condition} · {row.sessions} sessions · accuracy "
+                          f"{fmt_score(row.accuracy)}"))
             for probe in row.probes:
                 name = PROBE_ABBREV.get(probe.probe_type, probe.probe_type)
                 found.append((f"probe {cell} · P{probe.probe_index + 1} {name}",
                               partial(self._probe, session, row.episode_id, row.system, probe.probe_index),
-                              f"{probe.probe_type}: gold beside answer, sub-scores, re-run"))
+                              f"{probe.probe_type} · score {probe_cell(probe).plain.split(' ', 1)[-1]}: gold beside "
+                              "answer, sub-scores, re-run"))
         self._candidates = found
 
     async def discover(self) -> Hits:
@@ -50,8 +55,7 @@ class ParadigmCommands(Provider):
             yield DiscoveryHit(name, run, help=help_text)
 
     async def search(self, query: str) -> Hits:
-        matcher = self.matcher(query)
         for name, run, help_text in self._candidates:
-            score = matcher.match(name)
-            if score > 0:
-                yield Hit(score, matcher.highlight(name), run, help=help_text)
+            matched = match_words(query, name)
+            if matched is not None:
+                yield Hit(matched[0], matched[1], run, help=help_text)

@@ -15,7 +15,7 @@ from memprobe_engine.events.llm import LLMCall
 from memprobe_engine.events.union import AnyEvent
 from memprobe_engine.replay import LLMCallView, describe, detail_lines
 from memprobe_engine.replay.memory_view import item_links
-from memprobe_engine.replay.textdiff import item_changes
+from memprobe_engine.replay.textdiff import Piece, item_changes
 from memprobe_tui.timefmt import duration, local_time
 
 Lines = list[Text]
@@ -126,21 +126,34 @@ def call_detail(view: LLMCallView) -> Lines:
     return lines
 
 
-DIFF_STYLES = {"same": "", "old": "red strike", "new": "bold green underline"}  # strike/underline: NO_COLOR-safe
+DIFF_STYLES = {"same": "", "old": "red strike", "new": "bold green underline"}
+#: Git's word-diff marks around removed and added words: the difference survives NO_COLOR, a
+#: monochrome terminal, copy and export (styles alone left exports with old and new words interleaved).
+DIFF_MARKS = {"same": ("", ""), "old": ("[-", "-]"), "new": ("{+", "+}")}
+
+
+def diff_text(pieces: list[Piece]) -> Text:
+    """Word pieces as ``kept [-removed-]{+added+}``, marks styled with their words, spacing kept outside."""
+    text = Text()
+    for kind, piece in pieces:
+        opening, closing = DIFF_MARKS[kind]
+        words = piece.rstrip() if closing else piece
+        if closing and not words:  # a change of spacing alone: nothing to mark
+            text.append(piece)
+            continue
+        text.append(f"{opening}{words}{closing}", style=DIFF_STYLES[kind])
+        if closing:
+            text.append(piece[len(words):])
+    return text
 
 
 def diff_lines(before: dict[str, Any] | None, after: dict[str, Any] | None) -> Lines:
-    """An update as old → new per changed field: removed words struck, added words underlined."""
-    lines: Lines = [heading("old → new (struck: removed, underlined: added)")]
+    """An update as old → new per changed field: removed words as ``[-…-]``, added as ``{+…+}``."""
+    lines: Lines = [heading("old → new ([-removed-] {+added+})")]
     for change in item_changes(before, after):
         text = Text()
         text.append(f"{change.name}: ", style="bold")
-        pieces = change.pieces()
-        for i, (kind, piece) in enumerate(pieces):
-            text.append(piece, style=DIFF_STYLES[kind])
-            if kind == "old" and i + 1 < len(pieces) and pieces[i + 1][0] == "new" and not piece[-1:].isspace():
-                text.append(" → ", style="dim")  # "t+2m → t+7m": a replaced word stays readable unstyled
-        lines.append(text)
+        lines.append(text.append_text(diff_text(change.pieces())))
     return lines
 
 

@@ -6,6 +6,7 @@ to go back to)."""
 
 from __future__ import annotations
 
+import re
 import traceback
 from typing import ClassVar, cast
 
@@ -117,7 +118,9 @@ class ReplayScreen(Screen[None]):
             return
         from memprobe_tui.render_settings import settings_lines
 
-        self.post_message(ShowText(f"settings of {self.session.header.run_id}", settings_lines(self.session.header)))
+        header = self.session.header
+        self.post_message(ShowText(f"settings of {header.run_id}", settings_lines(header), export_as="settings",
+                                   data=header.model_dump(mode="json")))
 
     def focused_pane(self) -> DetailLog | None:
         """The text pane copy/export act on: the focused one, else the screen's first."""
@@ -132,11 +135,13 @@ class ReplayScreen(Screen[None]):
         pane = self.focused_pane()
         if pane is None:
             return None
-        return text_doc(self.export_name("text"), self.title_text or "MemProbe", pane.text())
+        return text_doc(self.export_name(self.title_text or "text"), self.title_text or "MemProbe", pane.text())
 
     def export_name(self, what: str) -> str:
+        """``<run id>-<what>``; ``what`` loses the run id and the decorations a title carries."""
         run = self.session.header.run_id if self.session is not None else "memprobe"
-        return f"{run}-{what}"
+        what = what.replace(run, " ").replace("· full screen", " ")
+        return f"{run}-{'-'.join(re.findall(r'[A-Za-z0-9_.]+', what)) or 'text'}"
 
     def action_copy(self) -> None:
         doc = self.export_document()

@@ -65,13 +65,13 @@ systems under test of each system's B (0–1), with the full store / with top-k 
 `nomem` baseline is left out (it is the no-memory reference), unless the run holds nothing else.
 `…` while it is being computed, `—` when nothing is judged yet.
 
-The list refreshes by itself every few seconds while a run is live; `r` rescans now; `/` searches
+The list refreshes by itself every few seconds while a run is live; F5 rescans now; `/` searches
 the rows; Enter opens a recording.
 """
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("enter", "open", "Open", priority=True, id="browser.open"),
-        Binding("r", "rescan", "Rescan", id="browser.rescan"),
+        Binding("f5", "rescan", "Rescan", id="browser.rescan"),  # r means re-run on every screen
         Binding("j", "cursor(1)", "Down", show=False, id="browser.down"),
         Binding("k", "cursor(-1)", "Up", show=False, id="browser.up"),
     ]

@@ -2,7 +2,7 @@
 each cell the mean current judge score over users, full store / top-k, coloured by score.
 
 Colour only repeats what the number says (NO_COLOR and monochrome terminals lose nothing); the
-best system of a row is also marked with ``▲``.
+best system of a row is also marked with ``▲``, the worst with ``▼`` (neither on a full tie).
 """
 
 from __future__ import annotations
@@ -30,21 +30,30 @@ def score_style(score: float | None) -> str:
     return "green" if score >= 0.67 else ("yellow" if score >= 0.34 else "red")
 
 
-def cell_text(full: float | None, top_k: float | None, best: bool) -> Text:
+def cell_text(full: float | None, top_k: float | None, rank: str = "") -> Text:
+    """``full/top-k`` and the row's rank mark: ``▲`` best, ``▼`` worst, nothing in between or on a tie."""
     text = Text()
     text.append("—" if full is None else f"{full:.2f}", style=score_style(full))
     text.append("/", style="dim")
     text.append("—" if top_k is None else f"{top_k:.2f}", style=score_style(top_k))
-    if best:
-        text.append(" ▲", style="bold")
+    if rank:
+        text.append(f" {rank}", style="bold")
     return text
+
+
+def rank_mark(score: float | None, row_scores: list[float]) -> str:
+    """▲ for the row's highest full-store score, ▼ for its lowest; nothing when every system scored
+    the same (a full tie has no best) or the cell was not scored."""
+    if score is None or len(set(row_scores)) < 2:
+        return ""
+    return "▲" if score == max(row_scores) else ("▼" if score == min(row_scores) else "")
 
 
 def grid_rows(grid: ScoreGrid) -> list[tuple[str, tuple[str | Text, ...]]]:
     rows: list[tuple[str, tuple[str | Text, ...]]] = []
     for category, dimension in grid.dimensions:
         means = {s: c.scores.get("dump_all") for s in grid.systems if (c := grid.cell(dimension, s)) is not None}
-        top = max((v for v in means.values() if v is not None), default=None)
+        scored = [v for v in means.values() if v is not None]
         cells: list[str | Text] = [category, dimension]
         for system in grid.systems:
             cell = grid.cell(dimension, system)
@@ -52,8 +61,7 @@ def grid_rows(grid: ScoreGrid) -> list[tuple[str, tuple[str | Text, ...]]]:
                 cells.append(Text("·", style="dim"))
                 continue
             full = cell.scores.get("dump_all")
-            cells.append(cell_text(full, cell.scores.get("retrieve"),
-                                   best=top is not None and full == top and len(means) > 1))
+            cells.append(cell_text(full, cell.scores.get("retrieve"), rank_mark(full, scored)))
         rows.append((dimension, tuple(cells)))
     return rows
 
@@ -70,7 +78,8 @@ dimension, when the slot-filler read the **full store** (dump_all) and when it r
 | mark | meaning |
 | --- | --- |
 | green / yellow / red | ≥ 0.67 / ≥ 0.34 / below (colour repeats the number) |
-| ▲ | the best full-store score of the row (ties all marked) |
+| ▲ / ▼ | the best / worst full-store score of the row (ties share a mark; no mark when all are equal) |
+| ▶ | the cursor (h/l or ←/→ move it between systems, j/k between dimensions) |
 | — | judged, but excluded under that mode (overflow, unparseable output) |
 | · | not judged for this system |
 """
@@ -83,6 +92,8 @@ dimension, when the slot-filler read the **full store** (dump_all) and when it r
         Binding("enter", "open", "Open", priority=True, id="grid.open"),
         Binding("j", "cursor(1)", "Down", show=False, id="grid.down"),
         Binding("k", "cursor(-1)", "Up", show=False, id="grid.up"),
+        Binding("h", "column(-1)", "Left", show=False, id="grid.left"),
+        Binding("l", "column(1)", "Right", show=False, id="grid.right"),
     ]
 
     def __init__(self, session: ReplaySession) -> None:
@@ -113,13 +124,20 @@ dimension, when the slot-filler read the **full store** (dump_all) and when it r
         grid: ScoreGrid = message.data
         self.grid = grid
         columns = [("category", "category"), ("dimension", "dimension")] + [(s, s) for s in grid.systems]
-        fill_table(self.query_one(SearchableTable), columns, grid_rows(grid))
+        table = self.query_one(SearchableTable)
+        fill_table(table, columns, grid_rows(grid))
+        if table.cursor_column < 2 and grid.systems:  # start on the first system's cell, not the category
+            table.move_cursor(column=2)
         self.set_title(f"dimension × system · {len(grid.dimensions)} dimensions · {len(grid.systems)} systems · "
                        "cells: full/top-k")
 
     def action_cursor(self, delta: int) -> None:
         table = self.query_one(SearchableTable)
         table.move_cursor(row=max(0, table.cursor_row + delta))
+
+    def action_column(self, delta: int) -> None:
+        table = self.query_one(SearchableTable)
+        table.move_cursor(column=max(0, min(len(table.columns) - 1, table.cursor_column + delta)))
 
     def action_open(self) -> None:
         table = self.query_one(SearchableTable)

@@ -27,23 +27,24 @@ KEYMAP_NOTE = ("Any key can be changed in ~/.config/memprobe/keymap.toml: `\"<bi
 
 
 def key_lines(screen: Screen[None]) -> list[RenderableType]:
-    """The keys active on ``screen`` now, grouped by who handles them (pane, screen, app)."""
-    groups: dict[str, list[tuple[str, str, str]]] = {}
+    """The keys active on ``screen`` now, grouped by who handles them (pane, screen, app): one line per
+    action, naming each of its keys (Textual's own ↑ "Scroll Up" and our k "Up" share a line)."""
+    groups: dict[str, dict[str, tuple[list[str], str, str]]] = {}
     for key, active in screen.active_bindings.items():
         binding, namespace = active.binding, active.node
-        group = _group_name(namespace, screen)
-        shown = screen.app.get_key_display(binding) if binding.key_display is None else binding.key_display
-        groups.setdefault(group, []).append((shown or key, binding.description or binding.action, binding.id or ""))
+        actions = groups.setdefault(_group_name(namespace, screen), {})
+        keys, description, binding_id = actions.setdefault(binding.action, ([], "", ""))
+        shown = screen.app.get_key_display(Binding(key, binding.action))  # the key itself, not a footer label
+        if shown not in keys:
+            keys.append(shown)
+        if binding.id or not description:  # our wording (with its id for the keymap) over Textual's
+            description, binding_id = binding.description or binding.action, binding.id or binding_id
+        actions[binding.action] = (keys, description, binding_id)
     lines: list[RenderableType] = []
-    for group, rows in groups.items():
+    for group, actions in groups.items():
         lines.append(Text(group, style="bold underline"))
-        seen: set[tuple[str, str]] = set()
-        for shown, description, binding_id in rows:
-            if (description, binding_id) in seen:
-                continue  # one line per action (a binding with several keys appears once per key)
-            seen.add((description, binding_id))
-            keys = ", ".join(k for k, d, i in rows if (d, i) == (description, binding_id))
-            line = Text(f"  {keys:<18}", style="bold")
+        for keys, description, binding_id in actions.values():
+            line = Text(f"  {', '.join(keys):<18}", style="bold")
             line.append(description)
             if binding_id:
                 line.append(f"  [{binding_id}]", style="dim")

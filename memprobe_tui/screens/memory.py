@@ -41,12 +41,12 @@ compared with the store one step earlier. Info line: `vs seq N` the point compar
 | mark | meaning |
 | --- | --- |
 | + | added at this step |
-| ~ | updated at this step: the detail shows old → new, removed words struck, added underlined |
+| ~ | updated at this step: the detail shows old → new, removed words as `[-…-]`, added as `{+…+}` |
 | - | deleted at this step (kept in the list, struck out) |
 | (blank) | unchanged |
 
-`n`/`p` move a turn, `[`/`]` one memory operation; `f` cycles the category (or collection) filter,
-`c` shows only changed items, `/` filters by text in ids and fields. Tab moves to the detail pane
+`n`/`p` move a turn, `[`/`]` one memory operation; `F` cycles the category (or collection) filter,
+`v` shows only changed items, `/` filters by text in ids and fields. Tab moves to the detail pane
 (the item's fields, links and the history of operations that touched it), which scrolls and goes
 full screen with z. Esc returns to the transcript at the turn shown here.
 """
@@ -56,9 +56,9 @@ full screen with z. Esc returns to the transcript at the turn shown here.
         Binding("p", "step_turn(-1)", "Prev turn", show=False, id="memory.prev_turn"),
         Binding("right_square_bracket", "step_op(1)", "Op", key_display="[/]", id="memory.next_op"),
         Binding("left_square_bracket", "step_op(-1)", "Prev op", show=False, id="memory.prev_op"),
-        Binding("f", "cycle_group", "Category", id="memory.filter"),
+        Binding("F", "cycle_group", "Category", id="memory.filter"),  # f: a text filter elsewhere
         Binding("slash", "search", "Search", id="memory.search"),
-        Binding("c", "changes_only", "Changes", id="memory.changes"),
+        Binding("v", "changes_only", "Changes", id="memory.changes"),  # c: an LLM call elsewhere
         Binding("j", "cursor(1)", "Down", show=False, id="memory.down"),
         Binding("k", "cursor(-1)", "Up", show=False, id="memory.up"),
     ]

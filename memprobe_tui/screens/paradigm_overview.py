@@ -52,7 +52,7 @@ The episodes of one memory system in a **protocol-B (paradigm)** run. `s` shows 
 - **expected**: whether the memory should *update* to the new value or *preserve* the old one.
 - **split**: the perturbation came in two parts (trigger, then the accepted value).
 
-Enter steps through the episode's sessions; `p` opens its first probe in the probe inspector.
+Enter steps through the episode's sessions; `d` opens its first probe in the probe inspector.
 """
 
     DEFAULT_CSS = """
@@ -63,7 +63,7 @@ Enter steps through the episode's sessions; `p` opens its first probe in the pro
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("enter", "episode", "Sessions", priority=True, id="paradigm.episode"),
-        Binding("p", "probe", "Probes", id="paradigm.probe"),
+        Binding("d", "probe", "Probes", id="paradigm.probe"),  # as d opens the dimension inspector in A; p: previous
         Binding("s", "switch_system", "System", id="paradigm.system"),
         Binding("j", "cursor(1)", "Down", show=False, id="paradigm.down"),
         Binding("k", "cursor(-1)", "Up", show=False, id="paradigm.up"),

@@ -1,13 +1,15 @@
 """Plots of a run's scores (textual-plotext): per-category B bars, one bar per system, and the
-distribution of judge scores per system — under the full store or top-k (``t`` switches)."""
+distribution of judge scores per system — under the full store or top-k (``a``, the access mode, switches)."""
 
 from __future__ import annotations
 
 from typing import ClassVar
 
+from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
+from textual.widgets import Static
 from textual_plotext import PlotextPlot
 
 from memprobe_engine.replay import MODES, ReplaySession, score_board
@@ -19,23 +21,45 @@ from memprobe_tui.screens.base import ReplayScreen
 MODE_NAMES = {"dump_all": "full store", "retrieve": "top-k"}
 
 
+def short_names(categories: list[str]) -> list[str]:
+    """Axis labels that fit under a bar group at 80 columns: the first word of each category
+    (``knowledge_memory`` → ``knowledge``) where those are unique, else the names cut to 12."""
+    first = [c.split("_")[0] for c in categories]
+    return first if len(set(first)) == len(first) else [c[:12] for c in categories]
+
+
+def bar_values(bars: dict[str, dict[str, float]]) -> Text:
+    """Every bar as a number, one line per system (a 0 bar is drawn as nothing at all)."""
+    categories = sorted({c for per in bars.values() for c in per})
+    text = Text()
+    for system in sorted(bars):
+        if text:
+            text.append("\n")
+        text.append(f"{system}: ", style="bold")
+        text.append("  ".join(f"{short} {bars[system][c]:.2f}" if c in bars[system] else f"{short} —"
+                              for c, short in zip(categories, short_names(categories))))
+    return text
+
+
 class PlotsScreen(ReplayScreen):
     """Opened with ``P`` from the overview."""
 
     HELP = """\
 **Plots.** Top: B per **category** of hidden dimension, one bar per memory system — the mean judge
 score (0–1) of that category's dimensions, users pooled. Bottom: how the judge scores of each system
-are **distributed** (how many dimensions scored 0, 0.25, …, 1). `t` switches between the full store
-(dump_all) and the top-k retrieval (retrieve). `memprobe report --plots DIR` writes the same
-figures as PNG files.
+are **distributed** (how many dimensions scored 0, 0.25, …, 1). `a` (access mode) switches between the full store
+(dump_all) and the top-k retrieval (retrieve). Under the bars, each system's B per category in
+numbers (a bar of 0 draws nothing; its number still shows). `memprobe report --plots DIR` writes
+the same figures as PNG files.
 """
 
     DEFAULT_CSS = """
     PlotsScreen PlotextPlot { height: 1fr; }
+    PlotsScreen #values { height: auto; max-height: 6; padding: 0 1; }
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("t", "toggle_mode", "Full/top-k", id="plots.mode"),
+        Binding("a", "toggle_mode", "Full/top-k", id="plots.mode"),
     ]
 
     def __init__(self, session: ReplaySession) -> None:
@@ -47,6 +71,7 @@ figures as PNG files.
     def compose(self) -> ComposeResult:
         yield from self.compose_top()
         yield PlotextPlot(id="bars")
+        yield Static(id="values")
         yield PlotextPlot(id="hist")
         yield from self.compose_bottom()
 
@@ -69,7 +94,8 @@ figures as PNG files.
         bars, dist = message.data
         self._draw_bars(bars)
         self._draw_hist(dist)
-        self.set_title(f"plots · {MODE_NAMES[self.mode]} · {len(bars)} systems · t: "
+        self.query_one("#values", Static).update(bar_values(bars))
+        self.set_title(f"plots · {MODE_NAMES[self.mode]} · {len(bars)} systems · a: "
                        f"{MODE_NAMES[MODES[(MODES.index(self.mode) + 1) % len(MODES)]]}")
 
     def _draw_bars(self, bars: dict[str, dict[str, float]]) -> None:
@@ -81,7 +107,7 @@ figures as PNG files.
         systems = sorted(bars)
         if categories and systems:
             values = [[bars[s].get(c, 0.0) for c in categories] for s in systems]
-            plt.multiple_bar([c[:12] for c in categories], values, labels=systems)  # type: ignore[call-arg]  # the stub says label; plotext takes labels
+            plt.multiple_bar(short_names(categories), values, labels=systems)  # type: ignore[call-arg]  # the stub says label; plotext takes labels
             plt.ylim(0, 1)
         plt.title(f"B per category ({MODE_NAMES[self.mode]})" + ("" if categories else ": nothing judged yet"))
         plot.refresh()

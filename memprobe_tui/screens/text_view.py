@@ -10,6 +10,8 @@ from rich.console import RenderableType
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 
+from memprobe_engine.replay import ReplaySession
+from memprobe_tui.export import ExportDoc
 from memprobe_tui.screens.base import ReplayScreen
 from memprobe_tui.widgets.detail_log import DetailLog
 
@@ -33,9 +35,11 @@ Markdown/JSON.
         Binding("z,q", "back", "Close", key_display="z", id="textview.close"),
     ]
 
-    def __init__(self, title: str, lines: Sequence[RenderableType], query: str = "") -> None:
-        super().__init__(None)
+    def __init__(self, title: str, lines: Sequence[RenderableType], query: str = "", *,
+                 session: ReplaySession | None = None, export_as: str = "", data: object = None) -> None:
+        super().__init__(session)  # the recording of the screen below: exports are named after its run
         self._title, self._lines, self._query = title, list(lines), query
+        self._export_as, self._data = export_as, data
 
     def compose(self) -> ComposeResult:
         yield from self.compose_top()
@@ -50,6 +54,13 @@ Markdown/JSON.
         log.focus()
         if self._query:
             self.call_after_refresh(log.search, self._query)
+
+    def export_document(self) -> ExportDoc | None:
+        doc = super().export_document()
+        if doc is None:
+            return None
+        name = self.export_name(self._export_as or self._title or "text")
+        return ExportDoc(name, doc.markdown, doc.data if self._data is None else self._data)
 
     def action_back(self) -> None:
         self.app.pop_screen()  # always closable, even over the first screen

@@ -18,6 +18,7 @@ from rich.console import Group, RenderableType
 from rich.markdown import Markdown
 from rich.text import Text
 from textual.binding import Binding, BindingType
+from textual.events import Resize
 from textual.geometry import Size
 from textual.reactive import Reactive
 from textual.widgets import RichLog
@@ -70,7 +71,7 @@ class DetailLog(RichLog):
         Binding("ctrl+u", "half_page(-1)", "Half page up", show=False, id="pane.half_up"),
         Binding("g", "scroll_home", "Top", show=False, id="pane.top"),
         Binding("G", "scroll_end", "Bottom", show=False, id="pane.bottom"),
-        Binding("enter,z", "zoom", "Full screen", key_display="z", id="pane.zoom"),
+        Binding("enter,z", "zoom", "Full screen", show=False, id="pane.zoom"),  # in help; the footer keeps 80 columns
         Binding("slash", "search", "Search", key_display="/", id="pane.search"),
         Binding("n", "next_match(1)", "Next match", show=False, id="pane.next_match"),
         Binding("N", "next_match(-1)", "Prev match", show=False, id="pane.prev_match"),
@@ -83,6 +84,7 @@ class DetailLog(RichLog):
         self.zoom_title = ""  # the full-screen view's title; the screen's title bar when empty
         self.matches = Matches()
         self._source: list[RenderableType] = []
+        self._wrapped_at = 0  # the content width the lines were wrapped to (0: not yet)
 
     # -- content -------------------------------------------------------------------------------
     def show(self, lines: Iterable[RenderableType]) -> None:
@@ -102,10 +104,24 @@ class DetailLog(RichLog):
                 line = line.copy()
                 line.highlight_regex(pattern, style=MATCH_STYLE)
             lines.append(line)
+        self._wrapped_at = self.scrollable_content_region.width
         # One write of the whole detail: each RichLog.write measures, renders and resizes the log
         # (a layout refresh), so writing line by line cost a stepping key most of its time.
         if lines:
             self.write(Group(*lines))
+
+    def on_resize(self, event: Resize) -> None:
+        # RichLog wraps each line once, at the width it had when written: after the terminal (or a
+        # split) changed width, wrap the same lines again, keeping the reader at the same place.
+        width = self.scrollable_content_region.width
+        if self._wrapped_at == 0:  # the first size: RichLog now writes what waited for it, at this width
+            self._wrapped_at = width
+            return
+        if not self._source or self._wrapped_at == width:
+            return
+        ratio = self.scroll_y / self.max_scroll_y if self.max_scroll_y else 0.0
+        self._render_source()
+        self.call_after_refresh(lambda: self.scroll_to(y=round(ratio * self.max_scroll_y), animate=False))
 
     @property
     def source(self) -> list[RenderableType]:

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from rich.text import Text
-from textual.widgets import DataTable
 
+from memprobe_tui.widgets.cursor_mark import MarkedCursorTable
 from memprobe_engine.replay.paradigm_queries import PROBE_ABBREV, EpisodeRow, ScoreCell
 from memprobe_tui.render_paradigm import fmt_score, score_style
 from memprobe_tui.widgets.table_fill import fill_table
@@ -32,7 +32,7 @@ def probe_cell(cell: ScoreCell | None) -> Text:
     return text
 
 
-class EpisodeTable(DataTable[object]):
+class EpisodeTable(MarkedCursorTable):
     """Row keys are episode ids; the probe columns follow the widest episode's probe count."""
 
     def __init__(self, *, id: str | None = None) -> None:

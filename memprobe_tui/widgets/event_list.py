@@ -6,11 +6,11 @@ from typing import Any, ClassVar
 
 from rich.text import Text
 from textual.binding import Binding, BindingType
-from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
 from memprobe_engine.events.union import AnyEvent
 from memprobe_engine.replay import describe
+from memprobe_tui.widgets.cursor_mark import MarkedOptionList
 
 #: Colour per event tag; theme-independent names so ANSI terminals and NO_COLOR degrade cleanly.
 TAG_STYLES: dict[str, str] = {
@@ -21,15 +21,16 @@ TAG_STYLES: dict[str, str] = {
 
 
 def event_prompt(event: AnyEvent) -> Text:
-    """`` tag  summary`` with the tag coloured; the summary is cut by the widget's width."""
+    """`` tag  summary`` with the tag coloured; the summary is cut by the widget's width. The leading
+    space holds the cursor mark."""
     tag, summary = describe(event)
     text = Text(no_wrap=True, overflow="ellipsis")
-    text.append(f"{tag:<5} ", style=TAG_STYLES.get(tag, ""))
+    text.append(f" {tag:<5} ", style=TAG_STYLES.get(tag, ""))
     text.append(summary)
     return text
 
 
-class EventList(OptionList, inherit_bindings=False):
+class EventList(MarkedOptionList, inherit_bindings=False):
     """Focusable, but the screen's keys drive the highlight (j/k, ↑/↓ step events across turns), so
     stepping never fights the list's own cursor; Home/End and g/G go to the step's first/last event."""
 

@@ -25,6 +25,8 @@ class SearchPrompt(ModalScreen[str | None]):
     SearchPrompt { align: left bottom; background: $background 0%; }
     SearchPrompt > #search-box { height: 3; width: 100%; border: tall $accent; background: $surface; }
     SearchPrompt > #search-help { height: 1; width: 100%; background: $panel; padding: 0 1; }
+    /* Notifications stack at the bottom right, over this prompt: on it, they go to the top. */
+    SearchPrompt ToastRack { dock: top; align: right top; }
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel", id="search.cancel")]

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from rich.text import Text
-from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
+from memprobe_tui.widgets.cursor_mark import MarkedOptionList
 from memprobe_engine.replay.paradigm_queries import EpisodeSteps, ScoreCell
 from memprobe_engine.replay.paradigm_session import StoreGrowth
 from memprobe_tui.render_paradigm import PHASE_STYLES, fmt_score, score_style
@@ -27,7 +27,7 @@ def session_label(phase: str, session_type: str) -> str:
 
 def session_prompt(label_idx: int, phase: str, session_type: str, growth: StoreGrowth | None) -> Text:
     text = Text(no_wrap=True, overflow="ellipsis")
-    text.append(f"S{label_idx:02d} ", style="bold")
+    text.append(f" S{label_idx:02d} ", style="bold")  # the leading space holds the cursor mark
     text.append(f"{session_label(phase, session_type):<16}", style=PHASE_STYLES.get(phase, ""))
     if growth is not None:
         text.append(f" {growth.size:>3}", style="bold")
@@ -39,7 +39,7 @@ def session_prompt(label_idx: int, phase: str, session_type: str, growth: StoreG
 
 def probe_prompt(index: int, probe_type: str, cell: ScoreCell | None) -> Text:
     text = Text(no_wrap=True, overflow="ellipsis")
-    text.append(f"P{index + 1} ", style="bold")
+    text.append(f" P{index + 1} ", style="bold")
     text.append(f"{probe_type:<16}")
     value = cell.value if cell is not None else None
     if cell is not None and cell.current is not None and cell.current.get("excluded"):
@@ -51,7 +51,7 @@ def probe_prompt(index: int, probe_type: str, cell: ScoreCell | None) -> Text:
     return text
 
 
-class SessionList(OptionList):
+class SessionList(MarkedOptionList):
     """Two disabled headers (sessions, probes) and one option per item. Focused, so ↑/↓ move through
     it (the screen follows the highlight); positions count sessions first, then probes."""
 

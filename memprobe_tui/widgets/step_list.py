@@ -6,10 +6,10 @@ from typing import ClassVar
 
 from rich.text import Text
 from textual.binding import Binding, BindingType
-from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
 from memprobe_engine.replay import EpisodeInfo
+from memprobe_tui.widgets.cursor_mark import MarkedOptionList
 
 _END_MARK = {"satisfied": "✓", "turn_cap": "⌛", "error": "✗"}
 
@@ -22,7 +22,7 @@ def episode_prompt(episode: EpisodeInfo) -> Text:
     return text
 
 
-class StepList(OptionList, inherit_bindings=False):
+class StepList(MarkedOptionList, inherit_bindings=False):
     """Task headers (disabled, for orientation) and their steps; the screen drives the highlight.
     Focused, ↑/↓ (j/k) move a step, PageUp/PageDown a task, Home/End (g/G) the first/last step."""
 

@@ -8,8 +8,8 @@ columns on every step doubled the stepper's cost per key press.
 from __future__ import annotations
 
 from rich.text import Text
-from textual.widgets import DataTable
 
+from memprobe_tui.widgets.cursor_mark import MarkedCursorTable
 from memprobe_engine.replay.memory_view import StoreRow, item_text
 from memprobe_tui.widgets.store_table import MARK_STYLES
 
@@ -19,7 +19,7 @@ COLUMNS: tuple[tuple[str, str, int], ...] = (("±", "mark", 1), ("id", "id", 14)
                                              ("text", "text", 160))
 
 
-class StoreDiffTable(DataTable[object]):
+class StoreDiffTable(MarkedCursorTable):
     """Row keys are item ids (deleted ones prefixed with ``-``), as in StoreTable."""
 
     def __init__(self, *, id: str | None = None) -> None:

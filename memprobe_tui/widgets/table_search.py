@@ -10,6 +10,7 @@ from rich.text import Text
 from textual.binding import Binding, BindingType
 from textual.widgets import DataTable
 
+from memprobe_tui.widgets.cursor_mark import MarkedCursorTable
 from memprobe_tui.widgets.search_prompt import Matches, SearchPrompt
 
 
@@ -29,7 +30,7 @@ def table_cells(table: DataTable[object]) -> tuple[list[str], list[list[str]]]:
     return columns, rows
 
 
-class SearchableTable(DataTable[object]):
+class SearchableTable(MarkedCursorTable):
     """A row-cursor DataTable with ``/``, ``n``/``N``, Home/End and ``g``/``G``."""
 
     BINDINGS: ClassVar[list[BindingType]] = [

@@ -36,13 +36,14 @@ def test_every_binding_has_an_id_and_a_description() -> None:
 
 async def test_keymap_file_rebinds_by_id_and_flags_unknown_ids(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     keymap = tmp_path / "keymap.toml"
-    keymap.write_text('[keymap]\n"transcript.next_event" = "x"\n"no.such.binding" = "z"\n')
+    keymap.write_text('[keymap]\n"transcript.next_event" = "x"\n"no.such.binding" = "z"\n"pane.zoom" = 3\n')
     app = _app(keymap)
     said: list[str] = []
     monkeypatch.setattr(app, "notify", lambda message, **_: said.append(message))
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
-        assert any("no.such.binding" in message for message in said)
+        # both problems of the file, in one notification (the first used to hide the second)
+        assert any("no.such.binding" in message and "pane.zoom" in message for message in said), said
         await pilot.press("enter")
         screen = app.screen
         assert isinstance(screen, TranscriptScreen)

@@ -157,7 +157,7 @@ async def test_memory_store_shows_deleted_items_filters_and_searches() -> None:
         screen = app.screen
         assert isinstance(screen, MemoryScreen) and screen.op_seqs and screen.view is not None
         total = screen.query_one(StoreTable).row_count
-        await pilot.press("f")
+        await pilot.press("F")
         assert "category=" in text_of(pilot, "#info")
         assert 0 < screen.query_one(StoreTable).row_count < total
         await pilot.press("slash", *"zzz-no-such", "enter")

@@ -143,7 +143,7 @@ async def test_the_probe_inspector_puts_gold_beside_answer_with_scores_and_memor
     app = paradigm_app()
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
-        await pilot.press("p")
+        await pilot.press("d")
         await settle(pilot)
         screen = app.screen
         assert isinstance(screen, ProbeScreen)
@@ -168,7 +168,7 @@ async def test_an_execution_error_shows_as_excluded() -> None:
         await settle(pilot)
         await pilot.press("s")
         await settle(pilot)
-        await pilot.press("j", "p")
+        await pilot.press("j", "d")
         await settle(pilot)
         screen = app.screen
         assert isinstance(screen, ProbeScreen) and screen.system == "full_context"
@@ -199,7 +199,7 @@ async def test_a_probe_rerun_streams_and_appends_a_new_score_beside_the_original
     app = paradigm_app(copy, scripted_hook('{"answer": "FitLife", "reason": "the note before the switch"}', seen))
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
-        await pilot.press("p", "right_square_bracket")  # probe 2: previous_value, gold FitLife
+        await pilot.press("d", "right_square_bracket")  # probe 2: previous_value, gold FitLife
         await settle(pilot)
         screen = app.screen
         assert isinstance(screen, ProbeScreen) and screen.probe_index == 1
@@ -232,7 +232,7 @@ async def test_escape_closes_the_model_box_then_leaves() -> None:
     app = paradigm_app(hook=scripted_hook("{}", []))
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
-        await pilot.press("p")
+        await pilot.press("d")
         await settle(pilot)
         screen = app.screen
         await pilot.press("r")
@@ -261,7 +261,7 @@ async def test_escape_cancels_a_running_rerun_before_it_leaves(tmp_path: Path) -
     app = paradigm_app(copy, ProbeRerunHook(run, "local:fast"))
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
-        await pilot.press("p")
+        await pilot.press("d")
         await settle(pilot)
         screen = app.screen
         assert isinstance(screen, ProbeScreen)

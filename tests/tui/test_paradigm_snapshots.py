@@ -38,7 +38,7 @@ def keys(*pressed: str) -> Steps:
 
 
 async def rerun(pilot: Pilot[None]) -> None:
-    await keys("p", "right_square_bracket", "r")(pilot)
+    await keys("d", "right_square_bracket", "r")(pilot)
     screen = pilot.app.screen
     screen.query_one("#reader-model", Input).value = "local:fast"
     await pilot.press("enter")
@@ -50,7 +50,7 @@ SCREENS: dict[str, tuple[Callable[[Path], MemProbeApp], Steps]] = {
     "paradigm_overview_system": (lambda _: paradigm_app(), keys("s")),
     "episode_session": (lambda _: paradigm_app(), keys("enter", *["n"] * 18)),
     "episode_probe": (lambda _: paradigm_app(), keys("enter", *["n"] * 22)),
-    "probe_inspector": (lambda _: paradigm_app(), keys("p", "right_square_bracket", "right_square_bracket",
+    "probe_inspector": (lambda _: paradigm_app(), keys("d", "right_square_bracket", "right_square_bracket",
                                                        "right_square_bracket")),
     "probe_rerun": (lambda copy: paradigm_app(copy, scripted_hook('{"answer": "FitLife", "reason": "before the switch"}',
                                                                   [])), rerun),

@@ -322,7 +322,7 @@ async def test_grid_and_plots_open_from_the_overview() -> None:
         assert isinstance(app.screen, PlotsScreen) and app.screen.data is not None
         bars, _ = app.screen.data
         assert set(bars) == {"amem", "mem0"} and all(0 <= v <= 1 for per in bars.values() for v in per.values())
-        await pilot.press("t")
+        await pilot.press("a")
         await settle(pilot)
         assert app.screen.mode == "retrieve"
 
