@@ -1,7 +1,7 @@
 """``memprobe replay BASE --compare OTHER``: every protocol-A case of two runs, and one case side by side.
 
 The case grid lists (user, dimension, mode) with both scores and the change, coloured and marked in
-text (▲ improved, ▼ regressed, = same, · excluded) so a monochrome terminal loses nothing; ``r``
+text (▲ improved, ▼ regressed, = same, · excluded) so a monochrome terminal loses nothing; ``v``
 keeps only regressed cases. Enter opens :class:`CaseCompareScreen`: both dialogues of the task, both
 final stores diffed by item text, both slot-fills, judge reasons and attribution stages. The
 comparison itself is ``memprobe compare``'s (``report/compare_a.py``), so the two agree.
@@ -40,13 +40,13 @@ def _score(value: object) -> str:
 
 
 class CompareScreen(ReplayScreen):
-    """The case grid of two runs; ``r`` regressed only, Enter the side-by-side view."""
+    """The case grid of two runs; ``v`` regressed only, Enter the side-by-side view."""
 
     HELP = """\
 **Two runs compared.** One row per (user, dimension, mode) both runs scored: the base run's score,
 the other run's, and the change. `▲ improved` / `▼ regressed` / `= same`; `· excluded` when either
 side has no usable score. *attribution* is each run's label (Table 4's names: ok, memory, task,
-agent, user), base → other. `r` shows only regressed cases; Enter opens the case side by side.
+agent, user), base → other. `v` shows only regressed cases; Enter opens the case side by side.
 """
 
     DEFAULT_CSS = """
@@ -55,7 +55,7 @@ agent, user), base → other. `r` shows only regressed cases; Enter opens the ca
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("enter", "open", "Side by side", priority=True, id="compare.open"),
-        Binding("r", "toggle_regressed", "Regressed only", id="compare.regressed"),
+        Binding("v", "toggle_regressed", "Regressed only", id="compare.regressed"),  # r: re-run elsewhere
         Binding("j", "cursor(1)", "Down", show=False, id="compare.down"),
         Binding("k", "cursor(-1)", "Up", show=False, id="compare.up"),
     ]

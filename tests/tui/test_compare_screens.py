@@ -1,5 +1,5 @@
 """`memprobe replay BASE --compare OTHER` on the shipped release runs of user_001 (amem → mem0):
-a regressed case's side-by-side view is at most 4 keystrokes from opening at 80×24 (here 2: `r`
+a regressed case's side-by-side view is at most 4 keystrokes from opening at 80×24 (here 2: `v`
 keeps regressed cases, Enter opens the first), and SVG snapshots of both new screens.
 
 Update the snapshots after an intended change with
@@ -42,7 +42,7 @@ async def test_a_regressed_case_side_by_side_in_two_keystrokes_at_80x24(monkeypa
         assert isinstance(screen, CompareScreen)
         rows = row_texts(screen.query_one(SearchableTable))
         assert len(rows) == 62 and sum("▼ regressed" in r for r in rows) == 18  # marked in text, not only colour
-        pressed = ["r", "enter"]
+        pressed = ["v", "enter"]
         for key in pressed:
             await pilot.press(key)
             await settle(pilot)
@@ -77,8 +77,8 @@ def keys(*pressed: str) -> Steps:
     return run
 
 
-SCREENS: dict[str, Steps] = {"compare": keys(), "compare_regressed": keys("r"),
-                             "compare_case": keys("r", "enter")}
+SCREENS: dict[str, Steps] = {"compare": keys(), "compare_regressed": keys("v"),
+                             "compare_case": keys("v", "enter")}
 
 
 @pytest.mark.parametrize("size", SIZES)

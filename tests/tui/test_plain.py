@@ -17,6 +17,7 @@ from memprobe_engine.replay import ReplaySession
 from memprobe_tui.app import BINDING_WIDGETS, SCREENS, MemProbeApp
 from memprobe_tui.palette_match import match_words
 from memprobe_tui.render import diff_lines
+from memprobe_tui.screens.compare import CaseCompareScreen, CompareScreen
 from memprobe_tui.screens.grid import GridScreen
 from memprobe_tui.screens.help import key_lines
 from memprobe_tui.screens.text_view import TextViewScreen
@@ -135,14 +136,14 @@ async def test_text_is_wrapped_again_after_a_resize() -> None:
 ONE_MEANING = {
     "c": {"call", "judge_call"}, "r": {"rerun"}, "p": {"step(-1)", "step_turn(-1)"}, "f": {"filter"},
     "t": {"task"}, "d": {"dimension", "probe"}, "s": {"switch_system"}, "m": {"memory"}, "e": {"evidence"},
-    "a": {"toggle_mode"}, "v": {"changes_only"}, "x": {"grid"}, "o": {"sort"}, "i": {"settings"}, "y": {"copy"},
+    "a": {"toggle_mode"}, "v": {"changes_only", "toggle_regressed"}, "x": {"grid"}, "o": {"sort"}, "i": {"settings"}, "y": {"copy"},
     "h": {"column(-1)"}, "l": {"column(1)"},
 }
 
 
 def test_each_letter_key_means_one_thing_on_every_screen() -> None:
     meanings: dict[str, set[str]] = {}
-    for owner in (*SCREENS, *BINDING_WIDGETS, MemProbeApp):
+    for owner in (*SCREENS, *BINDING_WIDGETS, MemProbeApp, CompareScreen, CaseCompareScreen):
         for binding in owner.BINDINGS:
             assert isinstance(binding, Binding)
             for key in binding.key.split(","):
