@@ -42,8 +42,9 @@ def cli(*args: str) -> str:
 def test_the_shipped_release_runs_compare_case_by_case(tmp_path: Path) -> None:
     base, other = SHIPPED / "release-a-user_001-amem", SHIPPED / "release-a-user_001-mem0"
     out = cli("compare", str(base), str(other), "--csv", str(tmp_path / "csv"), "--parquet", str(tmp_path / "pq"))
-    # The warning comes before any number: these imports predate provenance.
-    assert out.index("warning:") < out.index("Cases of amem → mem0")
+    # The warning comes before any number: these imports predate provenance (and still open).
+    assert out.index("warning:") < out.index("Cases of amem → mem0") and "provenance not recorded" in out
+    assert "provenance: not recorded" in cli("recording", "info", str(base))
     cases = pd.read_csv(tmp_path / "csv" / "compare_cases.csv")
     assert len(cases) == 62 and set(cases["mode"]) == {"dump_all", "retrieve"}  # 31 dimensions × 2 modes
     assert cases["change"].value_counts().to_dict() == {"unchanged": 29, "regressed": 18, "improved": 15}
