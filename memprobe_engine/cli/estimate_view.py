@@ -20,6 +20,8 @@ Actual = dict[str, tuple[int, int, int]]
 
 
 def _n(value: float) -> str:
+    if value >= 1_000_000:
+        return f"{value / 1e6:.1f}M"
     return f"{value / 1000:.1f}k" if value >= 10_000 else f"{value:,.0f}"
 
 

@@ -178,11 +178,13 @@ def estimate_recovery(plan: RecoveryPlan) -> CostEstimate:
             _score_dimension(estimate, plan, built, entry, shell, store, histories[dimension], memory_systems,
                              judge_answer, [t.task for t in tasks if t.dimension == dimension][0])
         if writers:
-            observations = len(turns) if turns else sum(2 * s.max_turns for _ in tasks)
+            # Observations: the known turns of fixed dialogues, else 1 turn to the cap per live task.
+            seen = (float(len(turns)),) * 3 if turns else \
+                (2.0 * len(tasks), (2.0 * min(3, s.max_turns) + 1) * len(tasks), (2.0 * s.max_turns + 1) * len(tasks))
             chars = float(sum(len(t[3]) for t in turns)) / max(1, len(turns)) if turns else 500.0
             for _ in writers:
                 estimate.role("memory_writer").add_calls(
-                    (observations, 2 * observations, 3 * observations), (1500 + chars, 3000 + chars, 6000 + chars),
+                    (seen[0], 2 * seen[1], 3 * seen[2]), (1500 + chars, 3000 + chars, 6000 + chars),
                     _answer_tokens(None))
     if dialogues is None:
         estimate.notes.append("live rollout: dialogue lengths are not known before the run (1 turn to the cap "

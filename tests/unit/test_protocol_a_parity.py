@@ -286,8 +286,10 @@ def test_dry_run_prints_the_paper_protocol_and_calls_nothing(tmp_path: Path) -> 
     assert result.exit_code == 0, result.output
     out = result.output
     assert not record.exists() and "no model was called" in out
-    rows = {line.split()[0]: line.split()[1:] for line in out.splitlines() if line.strip() and
+    roles_table = out.split("cost estimate per role")[0]  # the models table (the cost table lists roles too)
+    rows = {line.split()[0]: line.split()[1:] for line in roles_table.splitlines() if line.strip() and
             line.split()[0] in ("agent", "simulator", "slot_filler", "memory_writer")}
+    assert "cost estimate per role" in out and "agent" in out.split("cost estimate per role")[1]
     assert rows["agent"][:3] == ["openai:gpt-5.4-mini", "0.7", "none"]
     assert rows["simulator"][:3] == ["openai:gpt-5.4-mini", "0.85", "8192"]
     assert rows["slot_filler"][:2] == ["openai:gpt-5.4-mini", "0.0"] and "memory_writer" in rows
