@@ -41,7 +41,10 @@ def cli(*args: str) -> str:
 
 def test_the_shipped_release_runs_compare_case_by_case(tmp_path: Path) -> None:
     base, other = SHIPPED / "release-a-user_001-amem", SHIPPED / "release-a-user_001-mem0"
-    out = cli("compare", str(base), str(other), "--csv", str(tmp_path / "csv"), "--parquet", str(tmp_path / "pq"))
+    out = cli("compare", str(base), str(other), "--csv", str(tmp_path / "csv"), "--parquet", str(tmp_path / "pq"),
+              "--plots", str(tmp_path / "png"))
+    assert {p.name for p in (tmp_path / "png").iterdir()} == {"compare_delta.png", "compare_scatter.png"}
+    assert all(p.stat().st_size > 5_000 for p in (tmp_path / "png").iterdir())
     # The warning comes before any number: these imports predate provenance (and still open).
     assert out.index("warning:") < out.index("Cases of amem → mem0") and "provenance not recorded" in out
     assert "provenance: not recorded" in cli("recording", "info", str(base))
