@@ -59,8 +59,16 @@ def _flatten(value: object, prefix: str, out: dict[str, object]) -> None:
 
 
 def _config_view(header: RecordingHeader) -> dict[str, object]:
+    """The configuration flattened to dotted keys; each role's model as its one spec string (the
+    resolved fields — timeouts, retries, concurrency — say how it was called, not which model)."""
+    config = {k: v for k, v in header.config.items() if k not in SYSTEM_KEYS}
+    models = config.get("models")
+    roles = models.get("models") if isinstance(models, dict) else None
+    if isinstance(roles, dict):
+        config["models"] = {role: spec.get("spec", spec) if isinstance(spec, dict) else spec
+                            for role, spec in roles.items()}
     flat: dict[str, object] = {}
-    _flatten({k: v for k, v in header.config.items() if k not in SYSTEM_KEYS}, "", flat)
+    _flatten(config, "", flat)
     return flat
 
 
