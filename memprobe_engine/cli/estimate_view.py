@@ -4,6 +4,7 @@ for roles on the embedded model the wall time at this machine's measured rates."
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from rich import box
@@ -47,6 +48,7 @@ def print_estimate(estimate: CostEstimate, llm_config: LLMConfig, prices: dict[s
     total_cost = Span3()
     seconds = Span3()
     local_missing = False
+    used_rates: dict[str, str] = {}
     roles = list(estimate.roles)
     roles += [r for r in (actual or {}) if r not in roles]
     for role in roles:
@@ -67,6 +69,9 @@ def print_estimate(estimate: CostEstimate, llm_config: LLMConfig, prices: dict[s
             if rates is None:
                 local_missing = True
             else:
+                when = time.strftime("%Y-%m-%d %H:%M", time.localtime(rates.measured))
+                used_rates[rates.tier] = f"{rates.tier}: {rates.prompt_tok_s:.1f} prompt / {rates.gen_tok_s:.1f} " \
+                                         f"generated tok/s, measured {when}"
                 seconds.add(rates.seconds(guess.prompt_tokens.low, guess.completion_tokens.low),
                             rates.seconds(guess.prompt_tokens.expected, guess.completion_tokens.expected),
                             rates.seconds(guess.prompt_tokens.high, guess.completion_tokens.high))
@@ -89,8 +94,10 @@ def print_estimate(estimate: CostEstimate, llm_config: LLMConfig, prices: dict[s
         console.print(f"actual tokens in all: {used:,} ({used / total.expected:.0%} of the expected estimate)"
                       if total.expected else f"actual tokens in all: {used:,}")
     if seconds.expected:
-        console.print(f"embedded model at this machine's measured rates (memprobe doctor; one stream, no prefix "
-                      f"reuse): {seconds.low / 60:,.1f}–{seconds.high / 60:,.1f} min (~{seconds.expected / 60:,.1f})")
+        console.print(f"embedded model at this machine's measured rates ({'; '.join(used_rates.values())} by "
+                      f"memprobe doctor; one stream, no prefix reuse, so an upper figure for the cache-friendly "
+                      f"embedded framing): {seconds.low / 60:,.1f}–{seconds.high / 60:,.1f} min "
+                      f"(~{seconds.expected / 60:,.1f})")
     elif local_missing:
         console.print("embedded model: no measured rates on this machine yet; `memprobe doctor` measures them "
                       "(then the dry run gives the wall time)")
