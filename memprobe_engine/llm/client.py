@@ -178,6 +178,7 @@ class ChatClient:
         self._scrubbed_texts: dict[str, str] = {}
         self._endpoints: dict[str, str] = {}
         self._identities: dict[int, tuple[ModelSpec, str]] = {}
+        self._recorded_forms: dict[tuple[str, str], RecordedMessage] = {}
         if self.secret_values():
             self._scrub_writes()
 
@@ -194,6 +195,7 @@ class ChatClient:
             self._learned_secrets.add(value)
             self._secrets = None
             self._scrubbed_texts.clear()
+            self._recorded_forms.clear()
             self._scrub_writes()
 
     def spec_for(self, role: str) -> ModelSpec:
@@ -505,11 +507,20 @@ class ChatClient:
 
     def _recorded_messages(self, messages: list[ChatMessage]) -> list[RecordedMessage]:
         recorded = []
+        known = self._recorded_forms
         for message in messages:
-            content = self.scrub(message.content)  # a prompt may quote a key (the writer knows only known ones)
-            ref = self.recorder.put_payload(content) if len(content) > INLINE_LIMIT else None
-            recorded.append(RecordedMessage(role=message.role, content_ref=ref) if ref is not None
-                            else RecordedMessage(role=message.role, content=content))
+            # A conversation is recorded again with every later call of it: each message's recorded
+            # form is built once (scrubbed, stored), then reused as it is (events never change it).
+            form = known.get((message.role, message.content))
+            if form is None:
+                content = self.scrub(message.content)  # a prompt may quote a key (the writer knows only known ones)
+                ref = self.recorder.put_payload(content) if len(content) > INLINE_LIMIT else None
+                form = (RecordedMessage(role=message.role, content_ref=ref) if ref is not None
+                        else RecordedMessage(role=message.role, content=content))
+                if len(known) >= SCRUB_MEMO_SIZE:
+                    known.clear()
+                known[(message.role, message.content)] = form
+            recorded.append(form)
         return recorded
 
     def _record(self, call: _Call, *, parsed: object = None, excluded: str | None = None,
