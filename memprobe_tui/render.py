@@ -6,6 +6,7 @@ keys, and a rendering can be tested without an app.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -158,7 +159,7 @@ def diff_lines(before: dict[str, Any] | None, after: dict[str, Any] | None) -> L
 
 
 def item_detail(item_id: str, item: dict[str, Any] | None, mark: str, history: list[Any] | None,
-                before: dict[str, Any] | None = None) -> Lines:
+                before: dict[str, Any] | None = None, step_of: Callable[[int], str] | None = None) -> Lines:
     """An item's native fields (an update's old → new first), the items it links to, and the ops
     that touched it."""
     if item is None:
@@ -175,6 +176,9 @@ def item_detail(item_id: str, item: dict[str, Any] | None, mark: str, history: l
     if history is None:
         lines.append(Text("history: loading…", style="dim"))
     else:
-        lines.append(heading(f"history ({len(history)} ops)"))
-        lines += [Text(f"  seq {ev.seq:<8} {getattr(ev, 'op', ev.kind):<8} {ev.note or ''}") for ev in history]
+        lines.append(heading(f"history ({len(history)} ops since the last reset, by the step that made each)"))
+        for ev in history:
+            where = step_of(ev.seq) if step_of is not None else ""
+            note = getattr(ev, "note", None) or ""  # a snapshot (an import's final store) has no note
+            lines.append(Text(f"  {where:<10} {getattr(ev, 'op', ev.kind):<8} seq {ev.seq:<7} {note}"))
     return lines

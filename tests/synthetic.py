@@ -204,7 +204,8 @@ def _episode(w: _Writer, user: SynthUser, dim: SynthDimension, index: int, turns
                 rec.emit(Message(role="user", content=user_text, task_index=index, turn=turn, feedback_type=feedback,
                                  is_done=done))
                 w.observe("user_reply", user_text, index, turn)
-        rec.emit(EpisodeEnd(task_index=index, end_reason="satisfied", turns=turns))
+                if done:  # the runner writes the episode's end inside its last turn (recovery/rollout.py)
+                    rec.emit(EpisodeEnd(task_index=index, end_reason="satisfied", turns=turns))
     return said
 
 

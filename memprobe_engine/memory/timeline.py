@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import bisect
 import copy
+import re
 import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -51,6 +52,8 @@ class _Track:
     seqs: list[int] = field(default_factory=list)
     lines: list[int] = field(default_factory=list)
     snapshot_positions: list[int] = field(default_factory=list)  # indexes into seqs
+    #: Resets (a new user, a resumed unit): they empty the store, so damage before one cannot matter.
+    reset_positions: list[int] = field(default_factory=list)
     checkpoint_positions: list[int] = field(default_factory=lambda: [0])
     checkpoints: dict[int, dict[str, Any]] = field(default_factory=lambda: {0: {"items": {}}})
 
@@ -92,6 +95,8 @@ class StoreTimeline:
             track = self._tracks.setdefault((unit, system), _Track())
             if data["kind"] == "memory_snapshot":
                 track.snapshot_positions.append(len(track.seqs))
+            elif data.get("op") == "reset":
+                track.reset_positions.append(len(track.seqs))
             track.seqs.append(int(data.get("seq", line)))
             track.lines.append(line)
         self._scanned = stop
@@ -167,15 +172,31 @@ class StoreTimeline:
     def _check_damage(self, track: _Track, start: int, target: int, upto_seq: int,
                       unit: str, system: str) -> None:
         first = track.lines[start - 1] if start > 0 else -1
+        reset = bisect.bisect_left(track.reset_positions, target) - 1
+        if reset >= 0:
+            first = max(first, track.lines[track.reset_positions[reset]])
         last = track.lines[target] if target < len(track.lines) else upto_seq + 1
         for line in self._unattributed_damage:
-            if first < line < last:
+            # A damaged line after the requested point cannot hold an op the store at that point needs,
+            # even when it lies before the store's next op: bound by the point, not by that op.
+            if first < line < last and self._seq_before(line) < upto_seq:
                 raise RecordingError(
                     f"{self.reader.path}: line {line + 1} is damaged and may be a memory operation of unit "
                     f"{unit}, system {system}, so the store at seq {upto_seq} cannot be rebuilt exactly. "
                     f"Run `memprobe recording verify {self.reader.directory}`.")
 
 
+    def _seq_before(self, line: int, reach: int = 1000) -> int:
+        """The seq of the nearest readable line before ``line`` (seqs increase along the file), or -1
+        when none is found within ``reach`` lines: then the damage counts as before any point."""
+        for prev in range(line - 1, max(-1, line - 1 - reach), -1):
+            match = _SEQ_PREFIX.match(self.reader.raw(prev))
+            if match is not None:
+                return int(match.group(1))
+        return -1
+
+
+_SEQ_PREFIX = re.compile(rb'\{"seq":(\d+),')
 _TIMELINES: "weakref.WeakKeyDictionary[RecordingReader, StoreTimeline]" = weakref.WeakKeyDictionary()
 
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
+
 from memprobe_engine.events.memory import MemoryOp, MemorySnapshot
 from memprobe_engine.memory.timeline import Items
 from memprobe_engine.replay.session import ReplaySession
@@ -131,7 +133,47 @@ def item_history(session: ReplaySession, unit: str, system: str, item_id: str,
         event = session.event_or_none(line)
         if event is None:
             continue
-        if event.kind == "memory_snapshot" or (event.kind == "memory_op" and (item_id in event.item_ids
-                                                                               or event.op == "reset")):
+        if event.kind == "memory_op" and event.op == "reset":
+            out = [event]  # a new user or a resumed unit: what came before is another attempt's store
+        elif event.kind == "memory_snapshot" or (event.kind == "memory_op" and item_id in event.item_ids):
             out.append(event)
     return out
+
+
+@dataclass(frozen=True)
+class ItemWrites:
+    """Per item id, the seqs of the ops that named it since the store's last reset (oldest first);
+    ``snapshot`` the seq of a later snapshot that stands for every item it holds (an import)."""
+
+    seqs: dict[str, list[int]]
+    snapshot: int | None = None
+
+    def of(self, item_id: str) -> list[int]:
+        found = self.seqs.get(item_id)
+        return found if found else ([self.snapshot] if self.snapshot is not None else [])
+
+
+def item_writes(session: ReplaySession, unit: str, system: str, upto_seq: int) -> ItemWrites:
+    """Which ops wrote each item of the store at ``upto_seq``: one pass over the store's op lines
+    (plain JSON, no validation), restarting at each reset, so a failed attempt's writes never mix
+    with its resume's."""
+    seqs: dict[str, list[int]] = {}
+    snapshot: int | None = None
+    for seq in session.memory_seqs(unit, system):
+        if seq > upto_seq:
+            break
+        line = session.line_of_seq(seq)
+        try:
+            data = orjson.loads(session.raw(line)) if line is not None else None
+        except orjson.JSONDecodeError:
+            continue  # a damaged line: the store view reports it
+        if not isinstance(data, dict):
+            continue
+        if data.get("kind") == "memory_snapshot":
+            snapshot = seq
+        elif data.get("op") == "reset":
+            seqs, snapshot = {}, None
+        else:
+            for item_id in data.get("item_ids") or []:
+                seqs.setdefault(str(item_id), []).append(seq)
+    return ItemWrites(seqs, snapshot)

@@ -8,6 +8,8 @@ below it (other units' events may be interleaved there when units ran concurrent
 
 from __future__ import annotations
 
+import bisect
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -113,15 +115,17 @@ def _episodes(session: ReplaySession, user_id: str, system: str) -> list[Episode
     ends = {e.get("span_id"): e for e in index.events("episode_end")}
     out: list[EpisodeInfo] = []
     for span in index.children(rollout, "episode"):
-        end = ends.get(span.span_id)
         turns = index.children(span, "turn")
+        # The live runner writes episode_end inside the last turn's span; an import writes it in the
+        # episode's own span. Either way it is the episode's end.
+        end = ends.get(span.span_id) or next((ends[t.span_id] for t in reversed(turns) if t.span_id in ends), None)
         out.append(EpisodeInfo(
             span_id=span.span_id, task_index=span.int_attr("task_index", len(out)),
             dimension=str(span.attrs.get("dimension") or span.dimension or "?"),
             category=str(span.attrs.get("category", "?")), task_id=str(span.attrs.get("task_id", "?")),
             status=span.status, end_reason=end.get("end_reason") if end else None,
             turns=int(end.get("turns", len(turns))) if end else len(turns),
-            steps=_steps(session, span, turns)))
+            steps=_steps(session, span, turns, end)))
     return out
 
 
@@ -129,7 +133,10 @@ def _last_line(session: ReplaySession, span: SpanRec) -> int:
     return span.end_line if span.end_line is not None else max(span.line, session.index.scanned_lines - 1)
 
 
-def _steps(session: ReplaySession, episode: SpanRec, turns: list[SpanRec]) -> list[StepRef]:
+def _steps(session: ReplaySession, episode: SpanRec, turns: list[SpanRec],
+           end_event: dict[str, Any] | None = None) -> list[StepRef]:
+    """Opening, turns, closing. When episode_end sits inside the last turn (the live runner's shape),
+    the closing step starts at that event and the last turn stops just before it."""
     index = session.index
     turn_ids = {t.span_id for t in turns}
     # The opening and closing hold the episode's own events and any non-turn spans below it.
@@ -139,10 +146,18 @@ def _steps(session: ReplaySession, episode: SpanRec, turns: list[SpanRec]) -> li
     end = _last_line(session, episode)
     first_turn = turns[0].line if turns else end + 1
     steps = [StepRef(episode.span_id, "opening", task_index, 0, episode.line, first_turn - 1, own)]
+    end_line = session.line_of_seq(int(end_event["seq"])) if end_event and turns and \
+        end_event.get("span_id") == turns[-1].span_id else None
     for turn in turns:
+        last = _last_line(session, turn)
+        if turn is turns[-1] and end_line is not None:
+            last = end_line - 1
         steps.append(StepRef(episode.span_id, "turn", task_index, turn.int_attr("turn", len(steps)),
-                             turn.line, _last_line(session, turn), frozenset(index.descendants(turn))))
-    if turns and turns[-1].end_line is not None and turns[-1].end_line < end:
+                             turn.line, last, frozenset(index.descendants(turn))))
+    if end_line is not None:
+        steps.append(StepRef(episode.span_id, "closing", task_index, -1, end_line, end,
+                             own | {turns[-1].span_id}))
+    elif turns and turns[-1].end_line is not None and turns[-1].end_line < end:
         steps.append(StepRef(episode.span_id, "closing", task_index, -1, turns[-1].end_line + 1, end, own))
     return steps
 
@@ -206,6 +221,31 @@ def task_text(session: ReplaySession, episode: EpisodeInfo) -> str | None:
 def step_messages(session: ReplaySession, step: StepRef) -> list[tuple[str, str]]:
     """(role, text) of the step's messages: the dialogue a disclosure judge reads."""
     return [(e.role, e.content) for e in step_events(session, step) if e.kind == "message"]
+
+
+def step_short(task_index: int, step: StepRef) -> str:
+    """``T1 task``, ``T1.2`` (task 1, turn 2), ``T1 end``: the transcript's ``:`` syntax."""
+    if step.kind == "turn":
+        return f"T{task_index + 1}.{step.turn}"
+    return f"T{task_index + 1} {step.label}"
+
+
+def step_labeller(session: ReplaySession, user_id: str, system: str) -> Callable[[int], str]:
+    """seq → the step of the unit's (latest) trajectory that holds it, as :func:`step_short` names it;
+    ``before T1`` / ``after rollout`` outside every step (a reset, the recovery stage)."""
+    ranges = sorted((step.first_line, step.last_line, step_short(ep.task_index, step))
+                    for ep in episodes(session, user_id, system) for step in ep.steps)
+    firsts = [r[0] for r in ranges]
+
+    def label(seq: int) -> str:
+        line = session.line_of_seq(seq)
+        if line is None or not ranges:
+            return f"seq {seq}"
+        at = bisect.bisect_right(firsts, line) - 1
+        if at >= 0 and line <= ranges[at][1]:
+            return ranges[at][2]
+        return "before T1" if at < 0 else "after rollout"
+    return label
 
 
 def find_step(eps: list[EpisodeInfo], seq_line: int) -> tuple[int, int] | None:

@@ -5,6 +5,7 @@ deleted items highlighted — with a category filter, search, and an item's fiel
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 from textual import on, work
@@ -12,8 +13,10 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import DataTable, Input, Static
 
+from memprobe_engine.errors import MemProbeError
 from memprobe_engine.replay import ReplaySession, StepRef, episodes, step_seq_range
-from memprobe_engine.replay.memory_view import StoreView, item_history, matches, store_view
+from memprobe_engine.replay.memory_view import StoreView, item_history, item_writes, matches, store_view
+from memprobe_engine.replay.queries import step_labeller
 from memprobe_tui.messages import Loaded
 from memprobe_tui.render import item_detail
 from memprobe_tui.screens.base import ReplayScreen
@@ -63,10 +66,19 @@ full screen with z. Esc returns to the transcript at the turn shown here.
         Binding("k", "cursor(-1)", "Up", show=False, id="memory.up"),
     ]
 
-    def __init__(self, session: ReplaySession, user_id: str, system: str, seqs: tuple[int, int] | None) -> None:
+    def __init__(self, session: ReplaySession, user_id: str, system: str, seqs: tuple[int, int] | None, *,
+                 read: dict[str, str] | None = None, context: str | None = None) -> None:
         super().__init__(session)
         self.session: ReplaySession = session
         self.user_id, self.system, self.seqs = user_id, system, seqs
+        self.seqs_opened = seqs  # the context line holds only at the point it names
+        #: Item id → mark in the "read" column (the inspector's ``m``: rank in retrieve's top-k).
+        self.read = read or {}
+        self.context = context
+        #: Item id → the steps that wrote it (``T1.2→T3.1``), since the store's last reset.
+        self.written: dict[str, str] = {}
+        self.label: Callable[[int], str] | None = None
+        self._place_cursor = True
         self.view: StoreView | None = None
         self.op_seqs: list[int] | None = None
         self.group: tuple[str, str] | None = None
@@ -97,8 +109,18 @@ full screen with z. Esc returns to the transcript at the turn shown here.
         op_seqs = self.session.memory_seqs(self.user_id, self.system)
         if seqs is None:
             seqs = (op_seqs[-2] if len(op_seqs) > 1 else -1, op_seqs[-1] if op_seqs else -1)
-        view = store_view(self.session, self.user_id, self.system, seqs[1], seqs[0])
-        self.post_message(Loaded("store", (seqs, op_seqs, view)))
+        try:
+            view = store_view(self.session, self.user_id, self.system, seqs[1], seqs[0])
+        except MemProbeError as err:  # damage before this point: say so here, and let n/p move on
+            self.post_message(Loaded("store_failed", (seqs, op_seqs, str(err))))
+            raise  # the toast (base screen) names the file and the fix
+        label = self.label or step_labeller(self.session, self.user_id, self.system)
+        writes = item_writes(self.session, self.user_id, self.system, seqs[1])
+        written = {}
+        for row in view.rows:
+            steps = list(dict.fromkeys(label(seq) for seq in writes.of(row.item_id)))
+            written[row.item_id] = (steps[0] + (f"→{steps[-1]}" if len(steps) > 1 else "")) if steps else ""
+        self.post_message(Loaded("store", (seqs, op_seqs, view, written, label)))
 
     @work(thread=True, exclusive=True, group="history", exit_on_error=False, name="item history")
     def _load_history(self, item_id: str, upto: int) -> None:
@@ -108,9 +130,17 @@ full screen with z. Esc returns to the transcript at the turn shown here.
     @on(Loaded)
     def _loaded(self, message: Loaded) -> None:
         if message.what == "store":
-            self.seqs, self.op_seqs, self.view = message.data
+            self.seqs, self.op_seqs, self.view, self.written, self.label = message.data
             self.history.clear()
+            self._place_cursor = True
             self._redraw()
+        elif message.what == "store_failed":
+            self.seqs, self.op_seqs, why = message.data
+            self.view = None
+            self.query_one(StoreTable).show([], None)
+            self.set_title(f"{self.system} store · {self.user_id} · after seq {self.seqs[1]} · cannot be rebuilt")
+            self.query_one("#info", Static).update(f"⚠ {why}")
+            self.query_one(DetailLog).show(["n/p step to another turn; an earlier point may still rebuild."])
         elif message.what == "history":
             item_id, events = message.data
             self.history[item_id] = events
@@ -136,14 +166,22 @@ full screen with z. Esc returns to the transcript at the turn shown here.
             return
         rows = [r for r in view.rows if matches(r, self.group, self.search) and (not self.changes_only or r.mark != " ")]
         field, _ = view.groups()
-        self.query_one(StoreTable).show(rows, field)
+        table = self.query_one(StoreTable)
+        table.show(rows, field, self.written, self.read)
+        if self._place_cursor and rows:  # on the changed (or read) item, not on row 1
+            self._place_cursor = False
+            wanted = next((i for i, r in enumerate(rows) if r.mark != " "), None)
+            if wanted is None and self.read:
+                wanted = next((i for i, r in enumerate(rows) if r.item_id in self.read), None)
+            table.move_cursor(row=wanted or 0)
         self.set_title(f"{self.system} store · {self.user_id} · after seq {view.after_seq} ({self._where(view.after_seq)})"
                        f" · {view.size} items")
         group = f"{self.group[0]}={self.group[1]}" if self.group else (f"{field}=all" if field else "no groups")
         shown = f" · showing {len(rows)}" if len(rows) != len(view.rows) else ""
         note = f"\n⚠ {view.note}" if view.note else ""
+        context = f"{self.context}\n" if self.context and self.seqs_opened and self.seqs[1] == self.seqs_opened[1] else ""
         self.query_one("#info", Static).update(
-            f"vs seq {view.before_seq}: +{view.added} ~{view.updated} -{view.deleted} · {group}"
+            f"{context}vs seq {view.before_seq}: +{view.added} ~{view.updated} -{view.deleted} · {group}"
             f"{' · /' + self.search if self.search else ''}{' · changes only' if self.changes_only else ''}{shown}"
             f"{note}")
         self._show_item()
@@ -160,7 +198,7 @@ full screen with z. Esc returns to the transcript at the turn shown here.
         row = next((r for r in self.view.rows if r.item_id == item_id and (r.mark == "-") == deleted), None)
         history = self.history.get(item_id)
         self.query_one(DetailLog).show(item_detail(item_id, row.item if row else None, row.mark if row else " ", history,
-                                                   row.before if row else None))
+                                                   row.before if row else None, self.label))
         if history is None:
             self._load_history(item_id, self.view.after_seq)
 

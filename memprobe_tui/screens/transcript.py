@@ -51,6 +51,7 @@ Left, the steps. The mark after a task number says how its episode ended:
 | ✓ | the simulated user was satisfied (ended the task) |
 | ⌛ | the turn cap was reached first |
 | ✗ | the episode ended with an error |
+| ⊘ | excluded: the simulated user's replies were unusable (left out of A) |
 | … | still running, or not ended in this recording |
 
 Middle, the events of the step, one per line, tagged: `msg` a message, `llm` an LLM call, `emb` an

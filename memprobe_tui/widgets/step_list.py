@@ -11,7 +11,7 @@ from textual.widgets.option_list import Option
 from memprobe_engine.replay import EpisodeInfo
 from memprobe_tui.widgets.cursor_mark import MarkedOptionList
 
-_END_MARK = {"satisfied": "✓", "turn_cap": "⌛", "error": "✗"}
+_END_MARK = {"satisfied": "✓", "turn_cap": "⌛", "error": "✗", "excluded": "⊘"}
 
 
 def episode_prompt(episode: EpisodeInfo) -> Text:

@@ -22,18 +22,25 @@ class StoreTable(SearchableTable):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id, zebra_stripes=False)
 
-    def show(self, rows: list[StoreRow], group_field: str | None) -> None:
+    def show(self, rows: list[StoreRow], group_field: str | None, written: dict[str, str] | None = None,
+             read: dict[str, str] | None = None) -> None:
+        """``written``: item id → the steps that wrote it; ``read``: item id → a mark (shown in a
+        ``read`` column only when given)."""
+        written, read = written or {}, read or {}
+        columns = [COLUMNS[0], *([("read", "read")] if read else []), COLUMNS[1], ("written", "written"), *COLUMNS[2:]]
         cells: list[tuple[str, tuple[Text, ...]]] = []
         for row in rows:
             style = MARK_STYLES[row.mark]
             value = row.item.get(group_field, "") if group_field else ""
             group = ",".join(map(str, value)) if isinstance(value, list) else str(value)
             text = " ".join(item_text(row.item).split())
+            marks = (Text(read.get(row.item_id, ""), style="bold magenta"),) if read else ()
             cells.append((("-" if row.mark == "-" else "") + row.item_id, (
-                Text(row.mark, style=style), Text(row.item_id, style=style),
+                Text(row.mark, style=style), *marks, Text(row.item_id, style=style),
+                Text(written.get(row.item_id, "")[:14], style="cyan"),
                 Text(group[:12], style="dim" if row.mark == " " else style),
                 Text(text[:300], style="strike dim" if row.mark == "-" else ""))))
-        fill_table(self, COLUMNS, cells)
+        fill_table(self, columns, cells)
 
     def selected_key(self) -> str | None:
         if not self.row_count:

@@ -1,0 +1,133 @@
+"""The replay on what the product really writes: the shipped recordings and a recording the real
+protocol-A runner makes in the test (scripted model), not only on the hand-built fixture. A shape the
+engine writes that the replay does not expect fails here."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+from pathlib import Path
+
+import pytest
+from textual.widgets import DataTable
+
+from memprobe_engine.errors import MemProbeError
+from memprobe_engine.llm.config import LLMConfig
+from memprobe_engine.llm.spec import parse_spec
+from memprobe_engine.recovery.inputs import load_user
+from memprobe_engine.recovery.rollout import RolloutSettings
+from memprobe_engine.recovery.runner import RecoveryPlan, run_recovery
+from memprobe_engine.replay import ReplaySession
+from memprobe_engine.replay.queries import episodes, step_events, units
+from memprobe_tui.app import MemProbeApp
+from memprobe_tui.screens.memory import MemoryScreen
+from memprobe_tui.widgets.step_list import StepList
+from tests.functional.recovery_oracle import RecoveryOracle, plan_for
+from tests.tui.conftest import REPO
+from tests.tui.helpers import settle, text_of
+
+SHIPPED_A = ["sample-quick-sim_01", "sample-quick-fixed-user_001", "release-a-user_001-mem0",
+             "release-a-user_001-amem"]
+
+
+@pytest.fixture(scope="module")
+def runner_made(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A recording the real runner writes: sim_01, two dimensions, nomem and longctx_full."""
+    sessions = REPO / "sessions"
+    chosen = [e.dimension for e in load_user(sessions / "users" / "sim_01").bank.entries][:2]
+    plan_for(chosen)
+    plan = RecoveryPlan(sessions_dir=sessions, users=["sim_01"], dimensions=chosen, systems=["nomem", "longctx_full"],
+                        modes=["dump_all", "retrieve"], settings=RolloutSettings(max_turns=3))
+    config = LLMConfig(models={"default": parse_spec("openai:scripted@http://127.0.0.1:9/v1")})
+    oracle = RecoveryOracle()
+    target = tmp_path_factory.mktemp("runner") / "rec"
+    return asyncio.run(run_recovery(plan, target, llm_config=config, backend_factory=lambda spec: oracle))
+
+
+def _recordings(runner_made: Path) -> list[Path]:
+    return [REPO / "recordings" / name for name in SHIPPED_A] + [runner_made]
+
+
+def test_every_ended_task_has_its_end_and_every_step_its_events(runner_made: Path) -> None:
+    for path in _recordings(runner_made):
+        session = ReplaySession.open(path)
+        session.build_index()
+        seen = 0
+        for unit in units(session):
+            for episode in episodes(session, unit.user_id, unit.system):
+                seen += 1
+                assert episode.end_reason is not None, (path.name, unit.system, episode.task_index)
+                labels = [step.label for step in episode.steps]
+                assert labels[-1] == "end", (path.name, labels)
+                for step in episode.steps:
+                    kinds = [e.kind for e in step_events(session, step)]
+                    assert kinds, (path.name, unit.system, episode.task_index, step.label)
+                    if step.label == "end":
+                        assert "episode_end" in kinds
+                    else:
+                        assert "episode_end" not in kinds  # shown once, in the end step
+        assert seen, path.name
+
+
+@pytest.mark.parametrize("name", ["sample-quick-sim_01", "release-a-user_001-mem0"])
+async def test_step_list_marks_ended_tasks_on_shipped_recordings(name: str) -> None:
+    app = MemProbeApp(session=ReplaySession.open(REPO / "recordings" / name), rescore=None, keymap_path=None)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await pilot.press("enter")
+        await settle(pilot)
+        steps = app.screen.query_one(StepList)
+        text = "\n".join(str(steps.get_option_at_index(i).prompt) for i in range(steps.option_count))
+        assert "…" not in text, text  # "still running, or not ended": every task here ended
+        assert "✓" in text or "T1" in text
+
+
+def _damaged_sim(tmp_path: Path, which: int) -> tuple[Path, int]:
+    """sample-quick-sim_01 with one of longctx_full's memory ops changed after it was written (its
+    checksum no longer matches): ``which`` counts the ops in recording order (the recording holds a
+    failed first attempt, then the resume, each opened by a reset). Returns the copy and the line."""
+    target = tmp_path / "sim"
+    shutil.copytree(REPO / "recordings" / "sample-quick-sim_01", target)
+    lines = (target / "events.jsonl").read_bytes().splitlines(keepends=True)
+    ops = [n for n, raw in enumerate(lines) if b'"system":"longctx_full"' in raw and b'"kind":"memory_op"' in raw]
+    line = ops[which]
+    assert b'"op":"add"' in lines[line] and b"the" in lines[line]
+    lines[line] = lines[line].replace(b"the", b"teh", 1)
+    (target / "events.jsonl").write_bytes(b"".join(lines))
+    return target, line
+
+
+def test_damage_after_the_point_does_not_block_the_store_before_it(tmp_path: Path) -> None:
+    path, damaged = _damaged_sim(tmp_path, -5)  # the resume's second add
+    session = ReplaySession.open(path)
+    session.build_index()
+    before = session.store_at("sim_01", "longctx_full", damaged - 5)  # after the resume's first add
+    assert len(before) == 1
+    with pytest.raises(MemProbeError, match=f"line {damaged + 1} is damaged"):
+        session.store_at("sim_01", "longctx_full", damaged + 1)
+
+
+def test_damage_before_a_reset_does_not_block_the_store_after_it(tmp_path: Path) -> None:
+    path, _ = _damaged_sim(tmp_path, 2)  # in the failed first attempt, before the resume's reset
+    session = ReplaySession.open(path)
+    session.build_index()
+    assert len(session.store_at("sim_01", "longctx_full", len(session) - 1)) == 6
+
+
+async def test_memory_view_past_damage_says_so_and_steps_back(tmp_path: Path) -> None:
+    path, damaged = _damaged_sim(tmp_path, -3)
+    app = MemProbeApp(session=ReplaySession.open(path), rescore=None, keymap_path=None)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        app.screen.query_one(DataTable).move_cursor(row=0)  # longctx_full × all (the final store)
+        await pilot.press("m")
+        await settle(pilot)
+        assert isinstance(app.screen, MemoryScreen)
+        assert "cannot be rebuilt" in app.screen.title_text and "rebuilding" not in app.screen.title_text
+        assert f"line {damaged + 1} is damaged" in text_of(pilot, "#info")
+        for _ in range(9):  # back to a turn before the damage: the store shows again
+            await pilot.press("p")
+            await settle(pilot)
+            if "cannot be rebuilt" not in app.screen.title_text:
+                break
+        assert "cannot be rebuilt" not in app.screen.title_text and "items" in app.screen.title_text
