@@ -36,13 +36,76 @@ def score_line(mode: ModeDetail, live: dict[str, Any] | None) -> Text:
     return text
 
 
-def mode_lines(mode: ModeDetail, live: dict[str, Any] | None) -> Lines:
+#: Items of a dump_all read listed in the inspector; the rest are one `m` away (the store at fill time).
+READ_SHOWN = 12
+
+
+def judge_call(detail: DimensionDetail) -> tuple[int, str] | None:
+    """The call ``c`` opens: the recovery judge's, else (a rubric scored it: no judge call) the
+    slot-filler's, else any call of the dimension."""
+    calls = [c for m in detail.modes.values() for c in m.calls]
+    for role in ("recovery_judge", "slot_filler"):
+        found = next((c for c in calls if c[1] == role), None)
+        if found is not None:
+            return found
+    return calls[0] if calls else None
+
+
+def _fill_text(mode: ModeDetail) -> str:
+    fill = mode.slot_fill
+    if fill is None:
+        return "no slot-fill"
+    return f"fill “{one_line(fill.label, 40)}”" if fill.label is not None else f"fill — ({fill.excluded or 'none'})"
+
+
+def answer_lines(detail: DimensionDetail) -> Lines:
+    """The answer first: per mode the fill, the judge's score and the attribution with its stages."""
+    lines: Lines = [heading("why (per access mode)")]
+    for name, mode in detail.modes.items():
+        original = mode.judge.score if mode.judge is not None else (
+            mode.pair.original.score if mode.pair and mode.pair.original else None)
+        text = Text(f" {name:<8} ", style="bold")
+        text.append(f"{_fill_text(mode)} · judge {_score(original)}")
+        if mode.label is not None:
+            text.append(" · ")
+            text.append(mode.label.label, style=_VERDICT_STYLE.get(mode.label.label, "yellow"))
+        stages = ", ".join(f"{s.stage}:{s.verdict}" for s in mode.stages)
+        if stages:
+            text.append(f" ({stages})", style="dim")
+        lines.append(text)
+    keys = []
+    if detail.fill_seq is not None:
+        keys.append(f"m the store at fill time (seq {detail.fill_seq})")
+    if detail.evidence_turns:
+        keys.append("e the evidence turn")
+    if (call := judge_call(detail)) is not None:
+        keys.append(f"c the {call[1].replace('_', '-')}'s call #{call[0]}")
+    if keys:
+        lines.append(Text(" " + " · ".join(keys), style="dim"))
+    return lines
+
+
+def _read_lines(detail: DimensionDetail | None, mode: ModeDetail) -> Lines:
+    lines: Lines = []
+    written = detail.written if detail is not None else {}
+    if mode.mode == "dump_all":
+        lines.append(field("read", f"the whole store: {len(mode.retrieved)} items (written at: step)"))
+    for rank, (item_id, score, item) in enumerate(mode.retrieved):
+        if mode.mode == "dump_all" and rank == READ_SHOWN:
+            lines.append(Text(f"  … {len(mode.retrieved) - READ_SHOWN} more: m lists them all", style="dim"))
+            break
+        shown = one_line(item_text(item), 90) if item else "(not in the rebuilt store)"
+        where = written.get(item_id, "")
+        lines.append(Text(f"  {item_id} {'' if score is None else f'{score:.3f} '}[{where}]  {shown}",
+                          style="magenta"))
+    return lines
+
+
+def mode_lines(mode: ModeDetail, live: dict[str, Any] | None, detail: DimensionDetail | None = None) -> Lines:
     lines: Lines = [heading(f"{mode.mode}{' (full store)' if mode.mode == 'dump_all' else ' (top-k)'}")]
     if mode.retrieval is not None:
         lines.append(field("query", one_line(mode.retrieval.query, 120)))
-        for item_id, score, item in mode.retrieved:
-            shown = one_line(item_text(item), 90) if item else "(not in the rebuilt store)"
-            lines.append(Text(f"  {item_id} {'' if score is None else f'{score:.3f}'}  {shown}", style="magenta"))
+    lines += _read_lines(detail, mode)
     fill = mode.slot_fill
     if fill is not None:
         label = fill.label if fill.label is not None else f"— ({fill.excluded or 'no prediction'})"
@@ -77,15 +140,14 @@ def mode_lines(mode: ModeDetail, live: dict[str, Any] | None) -> Lines:
         lines.append(Text(f"  re-run stage {stage[0]}: {stage[1]}", style="magenta"))
     if mode.label is not None:
         lines.append(field("attribution", mode.label.label, _VERDICT_STYLE.get(mode.label.label, "yellow")))
-    if mode.call_seqs:
-        lines.append(Text(f"  LLM calls: {', '.join(f'#{s}' for s in mode.call_seqs)} (c opens the judge call)",
-                          style="dim"))
+    if mode.calls:
+        lines.append(Text(f"  LLM calls: {', '.join(f'{role} #{seq}' for seq, role in mode.calls)}", style="dim"))
     return lines
 
 
 def dimension_lines(detail: DimensionDetail, live: dict[str, dict[str, Any]]) -> Lines:
     """The whole inspector text; ``live`` holds per-mode results of a re-run in progress."""
-    lines: Lines = [heading("target")]
+    lines: Lines = [*answer_lines(detail), heading("target")] if detail.modes else [heading("target")]
     if detail.target is not None:
         lines += [Text(detail.target.short, style="bold green"), Text(detail.target.explanation)]
     else:
@@ -105,10 +167,10 @@ def dimension_lines(detail: DimensionDetail, live: dict[str, dict[str, Any]]) ->
         lines.append(Text("  no turn carries it", style="dim"))
     for name in ("dump_all", "retrieve"):
         if name in detail.modes:
-            lines += mode_lines(detail.modes[name], live.get(name))
+            lines += mode_lines(detail.modes[name], live.get(name), detail)
     for name, mode in detail.modes.items():
         if name not in ("dump_all", "retrieve"):
-            lines += mode_lines(mode, live.get(name))
+            lines += mode_lines(mode, live.get(name), detail)
     if not detail.modes:
         lines.append(Text("not scored yet", style="dim"))
     return lines

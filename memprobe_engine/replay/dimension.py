@@ -21,7 +21,8 @@ from memprobe_engine.events.scoring import AttributionLabel, JudgeScore, SlotFil
 from memprobe_engine.recovery.case_material import DialogueTurn, EvidenceTurn, ReadItem, SlotFillRead, slot_fill_read
 from memprobe_engine.recovery.case_material import evidence_turns as shared_evidence_turns
 from memprobe_engine.replay.index import SpanRec
-from memprobe_engine.replay.queries import EpisodeInfo, StepRef, episodes, step_events, task_text
+from memprobe_engine.replay.memory_view import item_writes
+from memprobe_engine.replay.queries import EpisodeInfo, StepRef, episodes, step_events, step_labeller, task_text
 from memprobe_engine.replay.scores import ScorePair, score_pairs
 from memprobe_engine.replay.session import ReplaySession
 
@@ -60,6 +61,8 @@ class ModeDetail:
     rescore_stages: list[Any] = field(default_factory=list)
     label: AttributionLabel | None = None
     call_seqs: list[int] = field(default_factory=list)
+    #: (seq, role) of each LLM call of the mode: slot_filler, recovery_judge, attribution_judge…
+    calls: list[tuple[int, str]] = field(default_factory=list)
 
 
 @dataclass
@@ -76,6 +79,11 @@ class DimensionDetail:
     evidence: str | None
     evidence_source: str | None
     evidence_turns: list[EvidenceTurn]
+    #: The seq of the first slot-fill: the store the inspector's ``m`` opens is the one at this point.
+    fill_seq: int | None = None
+    #: Per item the slot-filler read, the steps whose ops wrote it (``T1.2``, or ``T1.2 → T3.1`` when
+    #: later ops changed it), since the store's last reset.
+    written: dict[str, str] = field(default_factory=dict)
 
 
 def resolve_sessions(session: ReplaySession) -> Path | None:
@@ -171,14 +179,16 @@ def _mode_detail(session: ReplaySession, span: SpanRec, owner: frozenset[str], s
             detail.label = event
         elif event.kind == "llm_call":
             detail.call_seqs.append(event.seq)
-    if detail.retrieval is not None and detail.retrieval.item_ids:
+            detail.calls.append((event.seq, str(event.role)))
+    if (detail.retrieval is not None and detail.retrieval.item_ids) or (mode == "dump_all" and detail.slot_fill):
         user, system = key[0], key[1]
         # What the slot-filler read, rebuilt the way a re-score rebuilds it (recovery/case_material.py).
-        at = detail.slot_fill.seq if detail.slot_fill is not None else detail.retrieval.seq
+        at = detail.slot_fill.seq if detail.slot_fill is not None else detail.retrieval.seq  # type: ignore[union-attr]
         try:
             read = slot_fill_read(lambda seq: session.store_at(user, system, seq), system, mode, at, detail.retrieval)
         except MemProbeError:
-            read = SlotFillRead(mode, [ReadItem(i, None, None) for i in detail.retrieval.item_ids])
+            ids = detail.retrieval.item_ids if detail.retrieval is not None else []
+            read = SlotFillRead(mode, [ReadItem(i, None, None) for i in ids])
         detail.retrieved = [(r.item_id, r.score, r.item) for r in read.items]
     return detail
 
@@ -239,6 +249,15 @@ def dimension_detail(session: ReplaySession, user_id: str, system: str, dimensio
     evidence = next((s.evidence for m in modes.values() for s in m.stages if s.stage == 1 and s.evidence), None)
     probe, source = (evidence, "stage 1") if evidence else ((target.short, "target words") if target else (None, None))
     turns = evidence_turns(session, episode, probe, 0.5 if source == "stage 1" else 0.4) if episode and probe else []
+    fills = [m.slot_fill.seq for m in modes.values() if m.slot_fill is not None]
+    fill_seq = min(fills) if fills else None
+    written: dict[str, str] = {}
+    if fill_seq is not None:
+        writes, label = item_writes(session, user_id, system, fill_seq), step_labeller(session, user_id, system)
+        for item_id in {i for m in modes.values() for i, _, _ in m.retrieved}:
+            steps = list(dict.fromkeys(label(seq) for seq in writes.of(item_id)))
+            written[item_id] = steps[0] + (f" → {steps[-1]}" if len(steps) > 1 else "") if steps else "?"
     return DimensionDetail(user_id=user_id, system=system, dimension=dimension, category=str(category), target=target,
                            target_note=note, task=task, episode=episode, modes=modes, evidence=evidence,
-                           evidence_source=source if turns or evidence else None, evidence_turns=turns)
+                           evidence_source=source if turns or evidence else None, evidence_turns=turns,
+                           fill_seq=fill_seq, written=written)

@@ -21,7 +21,7 @@ from textual.message import Message
 from memprobe_engine.replay import (DimensionDetail, ReplaySession, RescoreFunction, RescoreRequest,
                                     dimension_detail, systems, unit_dimensions)
 from memprobe_tui.messages import Loaded, RescoreFinished, RescoreScore, RescoreStage, RescoreText
-from memprobe_tui.render_dimension import dimension_lines
+from memprobe_tui.render_dimension import dimension_lines, judge_call
 from memprobe_tui.screens.base import ReplayScreen
 from memprobe_tui.widgets.detail_log import DetailLog
 from memprobe_tui.widgets.rerun_panel import RerunPanel
@@ -72,8 +72,15 @@ the top-k items retrieved for the query, shown with their similarity scores):
 
 `r` re-runs slot-fill, judge and attribution with fresh model calls (the status line shows the
 step, elapsed time and an upper-bound ETA; Esc cancels); the new scores are appended to the
-recording. `c` opens the judge's LLM call, `t` the task's transcript, `e` the first evidence turn,
-`[`/`]` the previous/next dimension, `s` the next system.
+recording. `c` opens the recovery judge's LLM call (the slot-filler's when a rubric scored it
+without a call), `m` the store as the slot-filler read it (at its fill, each item with the step
+that wrote it; `kN` its rank in retrieve's top-k), `t` the task's transcript, `e` the first evidence
+turn, `[`/`]` the previous/next dimension, `s` the next system.
+
+The *why* block at the top answers "why was this not recovered?" in one line per mode: the fill,
+the judge's score, the attribution label and its stages (0 task design, 1 disclosure, 2 elicitation).
+Under each mode, *read* lists what the slot-filler read: the whole store (dump_all) or the top-k
+with similarity scores (retrieve), each item with `[T2.1]`, the step (task 2, turn 1) that wrote it.
 """
 
     DEFAULT_CSS = """
@@ -89,6 +96,7 @@ recording. `c` opens the judge's LLM call, `t` the task's transcript, `e` the fi
         Binding("t", "task", "Task", id="dimension.task"),
         Binding("e", "evidence", "Evidence", id="dimension.evidence"),
         Binding("c", "judge_call", "Call", id="dimension.call"),  # the judge's LLM call (short: 80 columns)
+        Binding("m", "memory", "Store", id="dimension.memory"),
         Binding("j,down", "scroll(1)", "Down", show=False, id="dimension.down"),
         Binding("k,up", "scroll(-1)", "Up", show=False, id="dimension.up"),
     ]
@@ -99,6 +107,7 @@ recording. `c` opens the judge's LLM call, `t` the task's transcript, `e` the fi
         self.user_id, self.system, self.dimension = user_id, system, dimension
         self.detail: DimensionDetail | None = None
         self.live: dict[str, dict[str, Any]] = {}
+        self._scroll_home = False  # another dimension or system: start at its top, not the old offset
 
     def compose(self) -> ComposeResult:
         yield from self.compose_top()
@@ -146,7 +155,11 @@ recording. `c` opens the judge's LLM call, `t` the task's transcript, `e` the fi
         log = self.query_one(DetailLog)
         offset = log.scroll_offset
         log.show(dimension_lines(d, self.live))
-        log.scroll_to(offset.x, offset.y, animate=False)
+        if self._scroll_home:
+            self._scroll_home = False
+            log.scroll_to(0, 0, animate=False)
+        else:
+            log.scroll_to(offset.x, offset.y, animate=False)
 
     # -- re-run --------------------------------------------------------------------------------
     def rerun_running(self) -> bool:
@@ -229,6 +242,7 @@ recording. `c` opens the judge's LLM call, `t` the task's transcript, `e` the fi
         if names and self.dimension in names:
             self.dimension = names[(names.index(self.dimension) + delta) % len(names)]
             self.live = {}
+            self._scroll_home = True
             self.reload()
 
     def action_switch_system(self) -> None:
@@ -236,6 +250,7 @@ recording. `c` opens the judge's LLM call, `t` the task's transcript, `e` the fi
         if len(names) > 1:
             self.system = names[(names.index(self.system) + 1) % len(names)] if self.system in names else names[0]
             self.live = {}
+            self._scroll_home = True
             self.reload()
 
     def action_task(self) -> None:
@@ -244,17 +259,36 @@ recording. `c` opens the judge's LLM call, `t` the task's transcript, `e` the fi
                                      (self.detail.episode.task_index, 0))
 
     def action_evidence(self) -> None:
-        if self.detail is not None and self.detail.evidence_turns:
-            first = self.detail.evidence_turns[0]
-            self.nav.open_transcript(self.session, self.user_id, self.system,
-                                     (first.task_index, first.turn))
+        if self.detail is None:
+            return
+        if not self.detail.evidence_turns:
+            probe = "the stage-1 evidence" if self.detail.evidence else "the target's words"
+            self.notify(f"No turn of this task's dialogue carries {probe}, so there is no turn to open; "
+                        "t opens the task's transcript.")
+            return
+        first = self.detail.evidence_turns[0]
+        self.nav.open_transcript(self.session, self.user_id, self.system, (first.task_index, first.turn))
 
     def action_judge_call(self) -> None:
         if self.detail is None:
             return
-        seqs = [m.judge.call_seq for m in self.detail.modes.values() if m.judge is not None and m.judge.call_seq]
-        seqs = seqs or [s for m in self.detail.modes.values() for s in m.call_seqs]
-        if seqs:
-            self.nav.open_llm_call(self.session, seqs[0])
+        call = judge_call(self.detail)
+        if call is not None:
+            self.nav.open_llm_call(self.session, call[0])
         else:
             self.notify("No LLM call is recorded for this dimension.")
+
+    def action_memory(self) -> None:
+        """The store the slot-filler read, at its fill, with each item's rank in retrieve's top-k."""
+        d = self.detail
+        if d is None or d.fill_seq is None:
+            self.notify("No slot-fill is recorded for this dimension yet: there is no store at fill time to show.")
+            return
+        top_k = next((m for m in d.modes.values() if m.mode != "dump_all" and m.retrieved), None)
+        marks = {item_id: f"k{rank}" for rank, (item_id, _, _) in enumerate(top_k.retrieved, 1)} if top_k else {}
+        context = (f"at the slot-fill of {d.dimension} (seq {d.fill_seq}): dump_all read every item"
+                   + ("; kN = rank in retrieve's top-k" if marks else ""))
+        from memprobe_tui.screens.memory import MemoryScreen  # a screen opened from here only
+
+        self.app.push_screen(MemoryScreen(self.session, self.user_id, self.system, (d.fill_seq, d.fill_seq),
+                                          read=marks, context=context))
