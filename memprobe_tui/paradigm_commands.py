@@ -9,7 +9,7 @@ from functools import partial
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
 from memprobe_engine.replay import ReplaySession
-from memprobe_engine.replay.paradigm_queries import PROBE_ABBREV, episode_rows, is_paradigm_recording
+from memprobe_engine.replay.paradigm_queries import PROBE_ABBREV, EpisodeRow, episode_rows, is_paradigm_recording
 from memprobe_tui.palette_match import match_words
 from memprobe_tui.render_paradigm import fmt_score
 from memprobe_tui.screens.episode_stepper import EpisodeScreen
@@ -17,6 +17,12 @@ from memprobe_tui.screens.probe_inspector import ProbeScreen
 from memprobe_tui.widgets.episode_table import probe_cell
 
 Candidate = tuple[str, Callable[[], None], str]
+
+
+def sessions_phrase(row: EpisodeRow) -> str:
+    """``9 sessions``, or ``9 sessions, 0 ingested`` for a system that reads the dialogue whole."""
+    planned = row.planned_sessions if row.planned_sessions is not None else row.sessions
+    return f"{planned} sessions" + (f", {row.sessions} ingested" if row.sessions != planned else "")
 
 
 class ParadigmCommands(Provider):
@@ -40,7 +46,7 @@ class ParadigmCommands(Provider):
         for row in episode_rows(session):
             cell = f"{row.episode_id} × {row.system}"
             found.append((f"episode {cell}", partial(self._episode, session, row.episode_id, row.system),
-                          f"{row.paradigm} · {row.condition} · {row.sessions} sessions · accuracy "
+                          f"{row.paradigm} · {row.condition} · {sessions_phrase(row)} · accuracy "
                           f"{fmt_score(row.accuracy)}"))
             for probe in row.probes:
                 name = PROBE_ABBREV.get(probe.probe_type, probe.probe_type)

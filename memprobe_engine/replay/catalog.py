@@ -17,6 +17,7 @@ from memprobe_engine.errors import MemProbeError, RecordingError
 from memprobe_engine.events.header import EVENTS_FILE, HEADER_FILE, read_header
 from memprobe_engine.events.reader import DamageReport
 from memprobe_engine.replay.grid import headline_without_baselines
+from memprobe_engine.replay.paradigm_queries import episode_rows, is_paradigm_recording, system_accuracy
 from memprobe_engine.replay.scores import score_board
 from memprobe_engine.replay.session import ReplaySession, writer_alive
 
@@ -101,7 +102,7 @@ def headline(path: Path) -> dict[str, float | None]:
 
 
 def headline_and_damage(path: Path) -> tuple[dict[str, float | None], DamageReport | None]:
-    """The headline B and the recording's integrity check (the same one ``recording verify`` and
+    """The headline B (a protocol-B run: ``accuracy``) and the recording's integrity check (the same one ``recording verify`` and
     the replay banner run), from one open; None for the check when the recording does not open."""
     try:
         session = ReplaySession.open(path)
@@ -109,6 +110,8 @@ def headline_and_damage(path: Path) -> tuple[dict[str, float | None], DamageRepo
         return {}, None
     try:
         session.build_index()
+        if is_paradigm_recording(session):  # protocol B: probe accuracy pooled over every system's probes
+            return {"accuracy": system_accuracy(episode_rows(session)).accuracy}, session.integrity
         return headline_without_baselines(score_board(session))[0], session.integrity
     finally:
         session.close()

@@ -22,7 +22,8 @@ from memprobe_engine.recovery.case_material import DialogueTurn, EvidenceTurn, R
 from memprobe_engine.recovery.case_material import evidence_turns as shared_evidence_turns
 from memprobe_engine.replay.index import SpanRec
 from memprobe_engine.replay.memory_view import item_writes
-from memprobe_engine.replay.queries import EpisodeInfo, StepRef, episodes, step_events, step_labeller, task_text
+from memprobe_engine.replay.queries import EpisodeInfo, StepRef, episodes, step_events, task_text
+from memprobe_engine.replay.store_steps import step_labeller
 from memprobe_engine.replay.scores import ScorePair, score_pairs
 from memprobe_engine.replay.session import ReplaySession
 

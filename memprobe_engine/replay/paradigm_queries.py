@@ -84,6 +84,15 @@ class EpisodeRow:
     sessions: int
     probes: list[ScoreCell]
     store_unit: str | None  # the unit the episode's memory ops carry (the episode id)
+    #: Sessions the episode has (its span's ``sessions``); ``sessions`` counts those ingested so far,
+    #: 0 for a full_context system, which ingests none and is given the whole dialogue at each probe.
+    planned_sessions: int | None = None
+
+    def sessions_text(self) -> str:
+        """``9`` when all were ingested, else ``0/9`` (ingested/planned)."""
+        if self.planned_sessions is None or self.planned_sessions == self.sessions:
+            return str(self.sessions)
+        return f"{self.sessions}/{self.planned_sessions}"
 
     @property
     def accuracy(self) -> float | None:
@@ -196,7 +205,8 @@ def episode_rows(session: ReplaySession, system: str | None = None, layer: str |
             expected_behavior=str(attrs.get("expected_behavior", "?")),
             split=attrs.get("split") if isinstance(attrs.get("split"), bool) else None,
             status=span.status, sessions=n_sessions, probes=sorted(probes, key=lambda c: c.probe_index),
-            store_unit=span.unit))
+            store_unit=span.unit,
+            planned_sessions=planned if isinstance(planned := span.attrs.get("sessions"), int) else None))
     return rows
 
 

@@ -8,8 +8,6 @@ below it (other units' events may be interleaved there when units ran concurrent
 
 from __future__ import annotations
 
-import bisect
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -228,24 +226,6 @@ def step_short(task_index: int, step: StepRef) -> str:
     if step.kind == "turn":
         return f"T{task_index + 1}.{step.turn}"
     return f"T{task_index + 1} {step.label}"
-
-
-def step_labeller(session: ReplaySession, user_id: str, system: str) -> Callable[[int], str]:
-    """seq → the step of the unit's (latest) trajectory that holds it, as :func:`step_short` names it;
-    ``before T1`` / ``after rollout`` outside every step (a reset, the recovery stage)."""
-    ranges = sorted((step.first_line, step.last_line, step_short(ep.task_index, step))
-                    for ep in episodes(session, user_id, system) for step in ep.steps)
-    firsts = [r[0] for r in ranges]
-
-    def label(seq: int) -> str:
-        line = session.line_of_seq(seq)
-        if line is None or not ranges:
-            return f"seq {seq}"
-        at = bisect.bisect_right(firsts, line) - 1
-        if at >= 0 and line <= ranges[at][1]:
-            return ranges[at][2]
-        return "before T1" if at < 0 else "after rollout"
-    return label
 
 
 def find_step(eps: list[EpisodeInfo], seq_line: int) -> tuple[int, int] | None:

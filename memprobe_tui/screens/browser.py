@@ -63,7 +63,8 @@ failed / unreadable (the reason is shown instead of numbers).
 `B full/top-k` is the headline hidden-state recovery score of the run: the mean over the memory
 systems under test of each system's B (0–1), with the full store / with top-k retrieval. The
 `nomem` baseline is left out (it is the no-memory reference), unless the run holds nothing else.
-`…` while it is being computed, `—` when nothing is judged yet.
+A protocol-B (paradigm) run shows `acc` instead: the share of its probes answered correctly, over
+every system's probes. `…` while it is being computed, `—` when nothing is judged yet.
 
 The list refreshes by itself every few seconds while a run is live; F5 rescans now; `/` searches
 the rows; Enter opens a recording.
@@ -132,7 +133,10 @@ the rows; Enter opens a recording.
             self.nav.open_overview(message.data)
         elif message.what == "headline":
             path, b, damage = message.data
-            self.headlines[path] = "/".join("—" if b.get(m) is None else f"{b[m]:.3f}" for m in ("dump_all", "retrieve"))
+            if "accuracy" in b:  # a protocol-B run: its probe accuracy
+                self.headlines[path] = "acc " + ("—" if b["accuracy"] is None else f"{b['accuracy']:.3f}")
+            else:
+                self.headlines[path] = "/".join("—" if b.get(m) is None else f"{b[m]:.3f}" for m in ("dump_all", "retrieve"))
             if damage is not None and not damage.clean:
                 # The same counts as `memprobe recording verify` and the replay banner.
                 self.damage[path] = damage.count

@@ -14,9 +14,9 @@ from textual.binding import Binding, BindingType
 from textual.widgets import DataTable, Input, Static
 
 from memprobe_engine.errors import MemProbeError
-from memprobe_engine.replay import ReplaySession, StepRef, episodes, step_seq_range
+from memprobe_engine.replay import ReplaySession, StepRef, step_seq_range
 from memprobe_engine.replay.memory_view import StoreView, item_history, item_writes, matches, store_view
-from memprobe_engine.replay.queries import step_labeller
+from memprobe_engine.replay.store_steps import step_labeller, store_steps
 from memprobe_tui.messages import Loaded
 from memprobe_tui.render import item_detail
 from memprobe_tui.screens.base import ReplayScreen
@@ -29,7 +29,7 @@ class MemoryScreen(ReplayScreen):
     None shows the final store against the one before its last operation."""
 
     DEFAULT_CSS = """
-    MemoryScreen #info { height: auto; max-height: 3; padding: 0 1; color: $text-muted; }
+    MemoryScreen #info { height: auto; max-height: 4; padding: 0 1; color: $text-muted; }
     MemoryScreen #search { display: none; height: 3; }
     MemoryScreen #search.shown { display: block; }
     MemoryScreen StoreTable { height: 1fr; }
@@ -148,17 +148,22 @@ full screen with z. Esc returns to the transcript at the turn shown here.
 
     # -- drawing -------------------------------------------------------------------------------
     def _steps(self) -> list[StepRef]:
-        return [s for ep in episodes(self.session, self.user_id, self.system) for s in ep.steps]
+        return [step for step, _ in store_steps(self.session, self.user_id, self.system)]
 
     def _where(self, seq: int) -> str:
-        line = self.session.line_of_seq(seq) if seq >= 0 else None
-        if line is None:
+        if seq < 0 or self.session.line_of_seq(seq) is None:
             return "start"
-        for episode in episodes(self.session, self.user_id, self.system):
-            for step in episode.steps:
-                if step.first_line <= line <= step.last_line:
-                    return f"T{episode.task_index + 1} {step.label}"
-        return "recovery"
+        label = self.label or step_labeller(self.session, self.user_id, self.system)
+        return label(seq)
+
+    def _empty_note(self) -> str:
+        """Why a store with no memory operations is empty (not a failure to rebuild it)."""
+        config = self.session.header.config
+        protocol = (config.get("input_protocols") or {}).get(self.system)
+        if protocol == "full_context":
+            return (f"{self.system} keeps no memory store: its input protocol is full_context, so the reader is "
+                    "given the whole dialogue at each probe instead of retrieved items.")
+        return f"{self.system} recorded no memory operation for {self.user_id}: it keeps no store (e.g. nomem)."
 
     def _redraw(self) -> None:
         view = self.view
@@ -178,7 +183,7 @@ full screen with z. Esc returns to the transcript at the turn shown here.
                        f" · {view.size} items")
         group = f"{self.group[0]}={self.group[1]}" if self.group else (f"{field}=all" if field else "no groups")
         shown = f" · showing {len(rows)}" if len(rows) != len(view.rows) else ""
-        note = f"\n⚠ {view.note}" if view.note else ""
+        note = f"\n⚠ {view.note}" if view.note else ("\n" + self._empty_note() if not self.op_seqs else "")
         context = f"{self.context}\n" if self.context and self.seqs_opened and self.seqs[1] == self.seqs_opened[1] else ""
         self.query_one("#info", Static).update(
             f"{context}vs seq {view.before_seq}: +{view.added} ~{view.updated} -{view.deleted} · {group}"

@@ -51,7 +51,7 @@ class EpisodeTable(MarkedCursorTable):
                 Text(row.episode_id, style="bold"),
                 Text(fmt_score(row.accuracy), style=score_style(row.accuracy)), *probes,
                 row.paradigm, row.condition, EXPECTED_ABBREV.get(row.expected_behavior, row.expected_behavior),
-                "—" if row.split is None else ("yes" if row.split else "no"), str(row.sessions),
+                "—" if row.split is None else ("yes" if row.split else "no"), row.sessions_text(),
                 Text(status, style=_STATUS_STYLE.get(status, "yellow")))))
         fill_table(self, columns, cells)
 

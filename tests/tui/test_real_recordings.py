@@ -18,10 +18,14 @@ from memprobe_engine.recovery.inputs import load_user
 from memprobe_engine.recovery.rollout import RolloutSettings
 from memprobe_engine.recovery.runner import RecoveryPlan, run_recovery
 from memprobe_engine.replay import ReplaySession
+from memprobe_engine.replay.catalog import headline
+from memprobe_engine.replay.paradigm_queries import episode_rows
 from memprobe_engine.replay.queries import episodes, step_events, units
 from memprobe_tui.app import MemProbeApp
+from memprobe_tui.paradigm_commands import sessions_phrase
 from memprobe_tui.screens.memory import MemoryScreen
 from memprobe_tui.widgets.step_list import StepList
+from memprobe_tui.widgets.store_table import StoreTable
 from tests.functional.recovery_oracle import RecoveryOracle, plan_for
 from tests.tui.conftest import REPO
 from tests.tui.helpers import settle, text_of
@@ -131,3 +135,44 @@ async def test_memory_view_past_damage_says_so_and_steps_back(tmp_path: Path) ->
             if "cannot be rebuilt" not in app.screen.title_text:
                 break
         assert "cannot be rebuilt" not in app.screen.title_text and "items" in app.screen.title_text
+
+
+PARADIGMS = REPO / "recordings" / "sample-paradigms-quick"
+
+
+async def test_paradigm_memory_view_names_sessions_and_steps_them() -> None:
+    app = MemProbeApp(session=ReplaySession.open(PARADIGMS), rescore=None, keymap_path=None)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        for key in ("enter", "m"):
+            await pilot.press(key)
+            await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, MemoryScreen)
+        assert "(S00 encoding)" in screen.title_text and "recovery" not in screen.title_text
+        await pilot.press("n")
+        await settle(pilot)
+        assert "(S01 filler)" in screen.title_text  # n steps to the next session
+        await pilot.press("p")
+        await settle(pilot)
+        assert "(S00 encoding)" in screen.title_text
+        table = screen.query_one(StoreTable)
+        assert str(table.get_row_at(0)[2]) == "S00 encoding"[:14]  # written by that session
+
+
+async def test_paradigm_full_context_store_says_why_it_is_empty_and_counts_are_true() -> None:
+    session = ReplaySession.open(PARADIGMS)
+    session.build_index()
+    rows = {(r.episode_id, r.system): r for r in episode_rows(session)}
+    full = rows[("PILOT-01A", "full_context")]
+    assert full.sessions == 0 and full.planned_sessions == 9
+    assert sessions_phrase(full) == "9 sessions, 0 ingested" and full.sessions_text() == "0/9"
+    assert headline(PARADIGMS) == {"accuracy": pytest.approx(2 / 3)}  # the browser showed —/— before
+    app = MemProbeApp(session=session, rescore=None, keymap_path=None)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        for key in ("s", "enter", "m"):
+            await pilot.press(key)
+            await settle(pilot)
+        assert isinstance(app.screen, MemoryScreen) and app.screen.system == "full_context"
+        assert "keeps no memory store: its input protocol is full_context" in text_of(pilot, "#info")
