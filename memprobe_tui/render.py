@@ -56,8 +56,15 @@ def event_detail(event: AnyEvent) -> Lines:
         if event.note:
             lines.append(field("note", event.note))
         lines.append(heading("patch"))
-        lines += [Text(f"{op['op']:<7} {op['path']}", style="green") for op in event.patch]
-        lines += [pretty(op["value"]) for op in event.patch if "value" in op and isinstance(op["value"], dict)]
+        for op in event.patch:  # each change with the value it wrote (an update's new text, not only its path)
+            value = op.get("value")
+            head = Text(f"{op['op']:<7} {op['path']}", style="green")
+            if "value" in op and not isinstance(value, (dict, list)):
+                head.append(" = ", style="dim")
+                head.append(value if isinstance(value, str) else orjson.dumps(value).decode())
+            lines.append(head)
+            if isinstance(value, (dict, list)):
+                lines.append(pretty(value))
     elif event.kind == "llm_call":
         lines += [Text(summary), field("request", event.request_hash)]
         if (why := cut_off(event)) is not None:

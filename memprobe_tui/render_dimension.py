@@ -75,11 +75,11 @@ def answer_lines(detail: DimensionDetail) -> Lines:
         lines.append(text)
     keys = []
     if detail.fill_seq is not None:
-        keys.append(f"m the store at fill time (seq {detail.fill_seq})")
+        keys.append(f"m store at fill (seq {detail.fill_seq})")
     if detail.evidence_turns:
-        keys.append("e the evidence turn")
+        keys.append("e evidence turn")
     if (call := judge_call(detail)) is not None:
-        keys.append(f"c the {call[1].replace('_', '-')}'s call #{call[0]}")
+        keys.append(f"c {call[1].replace('_', '-')} call #{call[0]}")
     if keys:
         lines.append(Text(" " + " · ".join(keys), style="dim"))
     return lines

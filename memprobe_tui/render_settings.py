@@ -10,6 +10,7 @@ import orjson
 from rich.text import Text
 
 from memprobe_engine.events.header import RecordingHeader
+from memprobe_engine.replay.run_history import Attempt
 from memprobe_tui.render import Lines, field, heading
 from memprobe_tui.timefmt import local_time
 
@@ -42,10 +43,32 @@ def model_roles(config: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {str(k): v for k, v in models.items() if isinstance(v, dict)} if isinstance(models, dict) else {}
 
 
-def settings_lines(header: RecordingHeader) -> Lines:
+def history_lines(history: list[Attempt]) -> Lines:
+    """One line per run session that wrote the recording: a failed attempt, then its resume."""
+    lines: Lines = [heading(f"run history ({len(history)} run sessions wrote this recording)")]
+    for attempt in history:
+        kind = "resume" if attempt.resumed else ("first run" if attempt.number == 1 else "run")
+        when = local_time(attempt.started) if attempt.started else "?"
+        span = f"seq {attempt.first_seq}–{attempt.last_seq if attempt.last_seq is not None else '…'}"
+        text = Text(f"  {attempt.number}. {kind} · {when} · {span} · ")
+        text.append(attempt.status, style="green" if attempt.status == "completed" else "bold yellow")
+        if attempt.reason:
+            text.append(f": {attempt.reason}", style="yellow")
+        if attempt.note:
+            text.append(f" ({attempt.note})", style="dim")
+        lines.append(text)
+    if any(a.resumed for a in history):
+        lines.append(Text("  A resume re-runs the units its earlier attempt left unfinished; the replay shows "
+                          "each unit's latest attempt.", style="dim"))
+    return lines
+
+
+def settings_lines(header: RecordingHeader, history: list[Attempt] | None = None) -> Lines:
     config = header.config
     lines: Lines = [heading("run"), field("run id", header.run_id), field("suite", header.suite),
                     field("created", local_time(header.created)), field("schema version", str(header.schema_version))]
+    if history:
+        lines += history_lines(history)
     lines.append(heading("benchmark settings"))
     for key, value in config.items():
         if key == "models":

@@ -233,18 +233,34 @@ async def _one(chat: ChatClient, recorder: _ObservedRecorder, material: CaseMate
                          overflow=fill.overflow, policy=policy)
 
 
+#: The roles a re-score calls (a model chosen for a re-run serves all three).
+RESCORE_ROLES = ("slot_filler", "recovery_judge", "attribution_judge")
+
+
+def rescore_config(llm_config: LLMConfig | None, model: str | None = None) -> LLMConfig:
+    """The models a re-score uses: ``llm_config`` (default: the environment, else the embedded
+    model), with ``model`` (a spec string) serving every re-score role when given."""
+    import os
+
+    from memprobe_engine.llm.config import LLMConfig, load_llm_config
+    from memprobe_engine.llm.spec import parse_spec
+
+    config = llm_config if llm_config is not None else load_llm_config(None, os.environ, [])
+    if not model:
+        return config
+    spec = parse_spec(model, origin="the re-run's model")
+    return LLMConfig(models={**config.models, **dict.fromkeys(RESCORE_ROLES, spec)})
+
+
 async def rescore_dimension(request: RescoreRequest, sink: RescoreSink, *,
                             llm_config: LLMConfig | None = None) -> None:
     """The replay UI's re-run hook (``memprobe_engine.replay.RescoreFunction``): re-score one
     (user, system, dimension) under the requested modes, streaming text, scores and stage verdicts
     into ``sink``. Models come from ``llm_config`` or, by default, the environment
-    (``MEMPROBE_MODEL…``), which falls back to the embedded model."""
-    import os
-
+    (``MEMPROBE_MODEL…``), which falls back to the embedded model; ``request.model`` replaces them."""
     from memprobe_engine.llm.client import ChatClient
-    from memprobe_engine.llm.config import load_llm_config
 
-    config = llm_config if llm_config is not None else load_llm_config(None, os.environ, [])
+    config = rescore_config(llm_config, request.model)
     cases = [Case(request.user_id, request.system, request.dimension, cast(Mode, mode)) for mode in request.modes
              if mode in ("dump_all", "retrieve")]
 

@@ -25,6 +25,9 @@ class RescoreRequest:
     system: str
     dimension: str
     modes: tuple[str, ...] = ("dump_all", "retrieve")
+    #: One model spec for the slot-filler and both judges of this re-run (the UI asks before it
+    #: runs); None: the configured ones.
+    model: str | None = None
 
 
 class RescoreSink(Protocol):

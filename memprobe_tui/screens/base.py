@@ -116,11 +116,13 @@ class ReplayScreen(Screen[None]):
     def action_settings(self) -> None:
         if self.session is None:
             return
+        from memprobe_engine.replay.run_history import run_history
         from memprobe_tui.render_settings import settings_lines
 
         header = self.session.header
-        self.post_message(ShowText(f"settings of {header.run_id}", settings_lines(header), export_as="settings",
-                                   data=header.model_dump(mode="json")))
+        history = run_history(self.session) if self.session.indexed else None
+        self.post_message(ShowText(f"settings of {header.run_id}", settings_lines(header, history),
+                                   export_as="settings", data=header.model_dump(mode="json")))
 
     def focused_pane(self) -> DetailLog | None:
         """The text pane copy/export act on: the focused one, else the screen's first."""

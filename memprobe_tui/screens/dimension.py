@@ -17,7 +17,9 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.message import Message
+from textual.widgets import Input
 
+from memprobe_engine.errors import MemProbeError
 from memprobe_engine.replay import (DimensionDetail, ReplaySession, RescoreFunction, RescoreRequest,
                                     dimension_detail, systems, unit_dimensions)
 from memprobe_tui.messages import Loaded, RescoreFinished, RescoreScore, RescoreStage, RescoreText
@@ -70,9 +72,10 @@ the top-k items retrieved for the query, shown with their similarity scores):
 | stage 2 | elicitation vs strictness: was it elicited, or is the judge too strict |
 | attribution | the resulting label: ok, memory_failure, task_design_failure, … |
 
-`r` re-runs slot-fill, judge and attribution with fresh model calls (the status line shows the
-step, elapsed time and an upper-bound ETA; Esc cancels); the new scores are appended to the
-recording. `c` opens the recovery judge's LLM call (the slot-filler's when a rubric scored it
+`r` re-runs slot-fill, judge and attribution with fresh model calls: it first asks for the model
+(prefilled with the configured slot-filler's; Enter runs, Esc cancels, nothing is written until
+Enter), because the new scores are appended to the recording. While it runs the status line shows
+the step, elapsed time and an upper-bound ETA; Esc cancels. `c` opens the recovery judge's LLM call (the slot-filler's when a rubric scored it
 without a call), `m` the store as the slot-filler read it (at its fill, each item with the step
 that wrote it; `kN` its rank in retrieve's top-k), `t` the task's transcript, `e` the first evidence
 turn, `[`/`]` the previous/next dimension, `s` the next system.
@@ -84,6 +87,8 @@ with similarity scores (retrieve), each item with `[T2.1]`, the step (task 2, tu
 """
 
     DEFAULT_CSS = """
+    DimensionScreen #rerun-model { display: none; height: 3; }
+    DimensionScreen #rerun-model.shown { display: block; }
     DimensionScreen DetailLog { height: 1fr; border-top: none; }
     DimensionScreen DetailLog:focus { border-top: heavy $accent; }
     """
@@ -108,9 +113,12 @@ with similarity scores (retrieve), each item with `[T2.1]`, the step (task 2, tu
         self.detail: DimensionDetail | None = None
         self.live: dict[str, dict[str, Any]] = {}
         self._scroll_home = False  # another dimension or system: start at its top, not the old offset
+        self._rescores_before: dict[str, int] = {}  # per mode, re-scores recorded when a re-run started
 
     def compose(self) -> ComposeResult:
         yield from self.compose_top()
+        yield Input(placeholder="model spec for the slot-filler and judges (Enter re-runs and appends, Esc cancels)",
+                    id="rerun-model", disabled=True)  # enabled while shown: never takes focus hidden
         yield DetailLog(id="dimension")
         yield RerunPanel(id="rerun", wrap=True)
         yield from self.compose_bottom()
@@ -145,6 +153,10 @@ with similarity scores (retrieve), each item with `[T2.1]`, the step (task 2, tu
     @on(Loaded)
     def _loaded(self, message: Loaded) -> None:
         self.detail = message.data
+        if self.live and self.detail is not None:  # a finished re-run read back from the recording
+            for name, mode in self.detail.modes.items():
+                if mode.pair is not None and mode.pair.rescores > self._rescores_before.get(name, mode.pair.rescores):
+                    self.live.pop(name, None)  # now listed as the recorded re-score: not twice
         self._draw()
 
     def _draw(self) -> None:
@@ -173,9 +185,42 @@ with similarity scores (retrieve), each item with `[T2.1]`, the step (task 2, tu
             return
         if self.dimension is None or self.rerun_running():
             return
+        # A re-run appends to the audited recording: ask first, with the model it will use.
+        box = self.query_one("#rerun-model", Input)
+        if not box.value:
+            box.value = self._default_model()
+        box.disabled = False
+        box.add_class("shown")
+        box.border_title = "re-run appends to this recording: model for slot-filler and judges · Enter runs · Esc cancels"
+        box.focus()
+
+    def _default_model(self) -> str:
+        """The slot-filler's configured model (``memprobe replay --model/--config``, else the environment)."""
+        from memprobe_engine.recovery.rescore import rescore_config
+
+        configured = getattr(self.nav.rescore, "keywords", {}).get("llm_config")  # the CLI's functools.partial
+        try:
+            return rescore_config(configured).spec_for("slot_filler").spec_string()
+        except MemProbeError:
+            return ""
+
+    @on(Input.Submitted, "#rerun-model")
+    def _model_chosen(self, event: Input.Submitted) -> None:
+        box = self.query_one("#rerun-model", Input)
+        box.remove_class("shown")
+        box.disabled = True
+        rescore = self.nav.rescore
+        if rescore is None or self.dimension is None:
+            return
         self.live = {}
-        request = RescoreRequest(self.session.directory, self.user_id, self.system, self.dimension)
-        self.query_one(RerunPanel).start(f"re-score {self.dimension}", len(request.modes))
+        self._rescores_before = {name: mode.pair.rescores if mode.pair else 0
+                                 for name, mode in (self.detail.modes.items() if self.detail else [])}
+        chosen = event.value.strip()
+        spec = chosen if chosen and chosen != self._default_model() else None  # None: the configured models
+        request = RescoreRequest(self.session.directory, self.user_id, self.system, self.dimension, model=spec)
+        self.query_one(RerunPanel).start(f"re-score {self.dimension}" + (f" with {spec}" if spec else ""),
+                                         len(request.modes))
+        self.query_one(DetailLog).focus()
         self._rerun(rescore, request)
 
     @work(exclusive=True, group="rescore", exit_on_error=False, name="re-score")
@@ -227,6 +272,12 @@ with similarity scores (retrieve), each item with `[T2.1]`, the step (task 2, tu
                                                                    self.dimension)))
 
     def action_back(self) -> None:
+        box = self.query_one("#rerun-model", Input)
+        if box.has_class("shown"):  # Esc first closes the model box: nothing is run or written
+            box.remove_class("shown")
+            box.disabled = True
+            self.query_one(DetailLog).focus()
+            return
         if self.rerun_running():
             self.workers.cancel_group(self, "rescore")  # Esc cancels the re-run first
             return

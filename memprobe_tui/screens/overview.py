@@ -112,7 +112,9 @@ class OverviewScreen(ReplayScreen):
         # Said early in the title, so an 80-column terminal still shows that no live rollout ran.
         source = header.config.get("dialogues")
         fixed = f" · fixed dialogues ({source.get('system')})" if isinstance(source, dict) else ""
-        self.set_title(f"{state}{fixed} · {len(self.session):,} events · {header.run_id}{suite} · {created}")
+        runs = len(self.session.index.events("run_start")) if self.session.indexed else 0
+        resumed = f" · {runs} runs (i: history)" if runs > 1 else ""  # a failed attempt, then its resume
+        self.set_title(f"{state}{fixed}{resumed} · {len(self.session):,} events · {header.run_id}{suite} · {created}")
 
     def on_unmount(self) -> None:
         # A recording opened from the browser is this screen's to close; the one `memprobe replay`

@@ -20,7 +20,7 @@ from textual.containers import Horizontal, Vertical
 
 from memprobe_engine.replay import (EpisodeInfo, ReplaySession, StepRef, episodes, find_step, memory_ops, retrievals,
                                     step_events, step_messages, step_seq_range, systems)
-from memprobe_engine.replay.search import find_in_steps
+from memprobe_engine.replay.search import count_in_steps
 from memprobe_tui.export import ExportDoc, transcript_doc
 from memprobe_tui.render import event_detail
 from memprobe_tui.screens.base import ReplayScreen
@@ -96,6 +96,7 @@ Title: `T2/5` task of tasks, `turn 3/7` turn of turns, `mem N` memory operations
         self.event_pos = 0
         self.matches = Matches()
         self._hits: list[tuple[int, int]] = []
+        self._occurrences = 0
 
     def compose(self) -> ComposeResult:
         yield from self.compose_top()
@@ -147,6 +148,8 @@ Title: `T2/5` task of tasks, `turn 3/7` turn of turns, `mem N` memory operations
         seen = sum(len(r.item_ids) for r in hits)
         where = step.label if step.kind != "turn" else f"turn {step.turn}/{episode.turns}"
         found = f" · {self.matches.label()}" if self.matches.active else ""
+        if self.matches.active and self._hits:  # n/N move by event; say how many matches they hold
+            found += f" · {self._occurrences} matches in {len(self._hits)} events"
         self.set_title(f"{self.user_id} × {self.system} · T{episode.task_index + 1}/{len(self.episodes)} · {where} · "
                        f"mem {len(ops)} · ret {seen} · {episode.dimension}{found}")
 
@@ -206,7 +209,9 @@ Title: `T2/5` task of tasks, `turn 3/7` turn of turns, `mem N` memory operations
         """Find ``query`` in every step of the unit; go to the first hit at or after this step."""
         if not query:
             return
-        self._hits = find_in_steps(self.session, [s for _, s in self.steps], query)
+        counted = count_in_steps(self.session, [s for _, s in self.steps], query)
+        self._hits = [(step, event) for step, event, _ in counted]
+        self._occurrences = sum(n for _, _, n in counted)
         order = {hit: i for i, hit in enumerate(self._hits)}
         self.matches.set(query, list(range(len(self._hits))))
         here = next((order[h] for h in self._hits if h >= (self.step_pos, self.event_pos)), 0)

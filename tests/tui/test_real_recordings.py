@@ -20,14 +20,20 @@ from memprobe_engine.recovery.runner import RecoveryPlan, run_recovery
 from memprobe_engine.replay import ReplaySession
 from memprobe_engine.replay.catalog import headline
 from memprobe_engine.replay.paradigm_queries import episode_rows
+from memprobe_engine.replay.memory_view import item_history, item_writes
 from memprobe_engine.replay.queries import episodes, step_events, units
+from memprobe_engine.replay.run_history import run_history
+from memprobe_engine.replay.search import count_in_steps
 from memprobe_tui.app import MemProbeApp
 from memprobe_tui.paradigm_commands import sessions_phrase
+from memprobe_tui.render import event_detail
+from memprobe_tui.render_settings import history_lines
 from memprobe_tui.screens.memory import MemoryScreen
+from memprobe_tui.widgets.detail_log import plain_text
 from memprobe_tui.widgets.step_list import StepList
 from memprobe_tui.widgets.store_table import StoreTable
 from tests.functional.recovery_oracle import RecoveryOracle, plan_for
-from tests.tui.conftest import REPO
+from tests.tui.conftest import REPO, RUN
 from tests.tui.helpers import settle, text_of
 
 SHIPPED_A = ["sample-quick-sim_01", "sample-quick-fixed-user_001", "release-a-user_001-mem0",
@@ -176,3 +182,47 @@ async def test_paradigm_full_context_store_says_why_it_is_empty_and_counts_are_t
             await settle(pilot)
         assert isinstance(app.screen, MemoryScreen) and app.screen.system == "full_context"
         assert "keeps no memory store: its input protocol is full_context" in text_of(pilot, "#info")
+
+
+def test_transcript_search_finds_memory_op_values_and_counts_each_match() -> None:
+    session = ReplaySession.open(REPO / "recordings" / "sample-quick-sim_01")
+    session.build_index()
+    steps = [s for ep in episodes(session, "sim_01", "longctx_full") for s in ep.steps]
+    found = count_in_steps(session, steps, "[task 0]")  # only the memory item's text holds it
+    assert [step_events(session, steps[s])[e].kind for s, e, _ in found] == ["memory_op"]
+    dayton = count_in_steps(session, steps, "dayton")
+    assert sum(n for _, _, n in dayton) > len(dayton)  # some events hold it more than once: counted per match
+
+
+def test_an_update_shows_the_values_it_wrote() -> None:
+    session = ReplaySession.open(RUN)
+    update = next(session.event(n) for n in range(len(session))
+                  if b'"op":"update"' in session.raw(n))
+    text = plain_text(event_detail(update))
+    change = update.patch[0]
+    assert f"{change['path']} = {change['value']}" in text
+
+
+async def test_the_failed_attempt_and_its_resume_are_shown() -> None:
+    session = ReplaySession.open(REPO / "recordings" / "sample-quick-sim_01")
+    session.build_index()
+    history = run_history(session)
+    assert [(a.resumed, a.status) for a in history] == [(False, "failed"), (True, "completed")]
+    assert history[0].reason is not None and "IndexError" in history[0].reason
+    assert "2. resume" in plain_text(history_lines(history))
+    app = MemProbeApp(session=session, rescore=None, keymap_path=None)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await settle(pilot)
+        assert "2 runs (i: history)" in app.screen.title_text
+        await pilot.press("i")
+        await settle(pilot)
+        assert "1. first run" in app.screen.export_document().markdown  # type: ignore[union-attr]
+
+
+def test_an_item_history_starts_at_the_resume_not_in_the_failed_attempt() -> None:
+    session = ReplaySession.open(REPO / "recordings" / "sample-quick-sim_01")
+    session.build_index()
+    resume = run_history(session)[1].first_seq
+    history = item_history(session, "sim_01", "longctx_full", "t0001")
+    assert history[0].op == "reset" and all(event.seq > resume for event in history)
+    assert item_writes(session, "sim_01", "longctx_full", len(session)).of("t0001") == [history[1].seq]

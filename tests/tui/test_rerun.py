@@ -7,6 +7,7 @@ import asyncio
 from pathlib import Path
 
 import pytest
+from textual.widgets import Input
 
 from memprobe_engine.replay import RescoreRequest, RescoreSink
 from memprobe_tui.app import MemProbeApp
@@ -58,7 +59,7 @@ async def test_escape_cancels_a_running_rerun_and_stays_on_the_inspector() -> No
         await settle(pilot)
         screen = app.screen
         assert isinstance(screen, DimensionScreen)
-        await pilot.press("r")
+        await pilot.press("r", "enter")  # r asks for the model; Enter runs
         await pilot.pause(0.2)
         assert screen.rerun_running()
         assert STARTED and STARTED[0].dimension == "composure_under_strain" and STARTED[0].system == "amem"
@@ -84,14 +85,14 @@ async def test_rerun_streams_text_and_shows_the_new_score_beside_the_original() 
         assert isinstance(screen, DimensionScreen)
         before = _inspector_text(screen)
         assert "judge: 0.75" in before and "re-score (1): 1" in before  # the recorded re-score
-        await pilot.press("r")
+        await pilot.press("r", "enter")  # r asks for the model; Enter runs
         await settle(pilot)
         log = screen.query_one(RerunPanel).text
         assert '── judge dump_all\n{"reason": "matches the target", "score": 1.0}\n' in log
         after = _inspector_text(screen)
         assert "judge: 0.75   re-score (1): 1   re-run: 1" in after
         assert "re-run stage 0: can_invite" in after
-        assert "re-score composure_under_strain: done" in text_of(pilot, "#rerun-status")
+        assert "re-score composure_under_strain: done" in text_of(pilot, "#rerun-status")  # the configured model
 
 
 async def test_rerun_without_an_engine_function_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -135,12 +136,14 @@ async def test_a_finished_rerun_is_read_back_and_the_overview_updates(run_copy: 
         before = text_of_row(app, "amem\tsim_01")
         await pilot.press("enter", "d")
         await settle(pilot)
-        await pilot.press("r")
+        await pilot.press("r", "enter")  # r asks for the model; Enter runs
         await settle(pilot)
         screen = app.screen
         assert isinstance(screen, DimensionScreen) and screen.detail is not None
         pair = screen.detail.modes["retrieve"].pair
         assert pair is not None and pair.latest is not None and pair.latest.score == 1.0
+        # read back, the new score is the recorded re-score, not listed a second time as the live re-run
+        assert "retrieve" not in screen.live
         await pilot.press("escape", "escape")
         await settle(pilot)
         assert text_of_row(app, "amem\tsim_01") != before  # B top-k now counts the re-score
@@ -155,7 +158,7 @@ async def test_a_reopened_inspector_shows_the_last_rerun_output_and_progress_cou
     app = make_app(rescore=quick_rescore)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
-        await pilot.press("enter", "d", "r")
+        await pilot.press("enter", "d", "r", "enter")
         await settle(pilot)
         panel = app.screen.query_one(RerunPanel)
         assert panel.steps == 1  # one announced stage: the judge
@@ -173,3 +176,47 @@ def test_progress_line_gives_an_upper_bound_eta_from_finished_steps() -> None:
     text = panel.progress_text(now=140.0)
     # two steps took 30 s: 15 s each, 8 may remain → 120 s, 10 s of the current one already spent
     assert "step 3/≤10 (judge)" in text and "40.0 s" in text and "≤ 1 min 50 s left" in text
+
+
+async def test_rerun_asks_for_a_model_first_and_esc_writes_nothing(run_copy: Path) -> None:
+    asked: list[str | None] = []
+
+    async def capture(request: RescoreRequest, sink: RescoreSink) -> None:
+        asked.append(request.model)
+
+    app = make_app(run_copy, rescore=capture)
+    size = (run_copy / "events.jsonl").stat().st_size
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("enter", "d", "r")
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, DimensionScreen)
+        box = screen.query_one("#rerun-model", Input)
+        assert box.has_class("shown") and box.value  # prefilled with the configured model
+        assert not screen.rerun_running() and asked == []
+        await pilot.press("escape")
+        await settle(pilot)
+        assert app.screen is screen and not box.has_class("shown") and asked == []
+        assert (run_copy / "events.jsonl").stat().st_size == size  # nothing appended
+        await pilot.press("r")
+        await settle(pilot)
+        box.value = "openai:gpt-4o-mini"
+        await pilot.press("enter")
+        await settle(pilot)
+        assert asked == ["openai:gpt-4o-mini"]
+
+
+def test_a_chosen_model_serves_every_rescore_role_and_a_bad_one_is_named() -> None:
+    from memprobe_engine.errors import ConfigError
+    from memprobe_engine.llm.config import LLMConfig
+    from memprobe_engine.llm.spec import parse_spec
+    from memprobe_engine.recovery.rescore import RESCORE_ROLES, rescore_config
+
+    base = LLMConfig(models={"default": parse_spec("local:fast")})
+    chosen = rescore_config(base, "openai:gpt-4o-mini")
+    assert {chosen.spec_for(role).spec_string() for role in RESCORE_ROLES} == {"openai:gpt-4o-mini"}
+    assert chosen.spec_for("agent").spec_string() == "local:fast"  # only the re-score's roles change
+    assert rescore_config(base, None) is base
+    with pytest.raises(ConfigError, match="re-run's model"):
+        rescore_config(base, "nonsense::")

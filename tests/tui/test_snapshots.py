@@ -56,7 +56,7 @@ SCREENS: dict[str, tuple[Callable[[], MemProbeApp], Steps]] = {
     "transcript": (make_app, keys("enter", "n", "j", "j")),
     "memory": (make_app, keys("enter", "n", "m")),
     "dimension": (make_app, keys("enter", "d")),
-    "dimension_rerun": (lambda: make_app(rescore=quick_rescore), keys("enter", "d", "r")),
+    "dimension_rerun": (lambda: make_app(rescore=quick_rescore), keys("enter", "d", "r", "enter")),
     "llm_call": (make_app, keys("enter", "d", "c")),
     "llm_call_end": (make_app, keys("enter", "d", "c", "G")),
     "full_screen": (make_app, keys("enter", "d", "c", "z", "G")),

@@ -97,7 +97,7 @@ async def test_c_opens_the_judge_call_or_says_whose_call_it_opens() -> None:
         await pilot.press("d")
         await settle(pilot)
         text = app.screen.query_one(DetailLog).text()
-        assert "c the slot-filler's call #" in text
+        assert "c slot-filler call #" in text
 
 
 async def test_e_without_an_evidence_turn_says_so_and_next_dimension_starts_at_the_top() -> None:
