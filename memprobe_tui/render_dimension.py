@@ -55,23 +55,23 @@ def _fill_text(mode: ModeDetail) -> str:
     fill = mode.slot_fill
     if fill is None:
         return "no slot-fill"
-    return f"fill “{one_line(fill.label, 40)}”" if fill.label is not None else f"fill — ({fill.excluded or 'none'})"
+    return f"“{one_line(fill.label, 24)}”" if fill.label is not None else f"— ({one_line(fill.excluded or 'none', 24)})"
 
 
 def answer_lines(detail: DimensionDetail) -> Lines:
     """The answer first: per mode the fill, the judge's score and the attribution with its stages."""
-    lines: Lines = [heading("why (per access mode)")]
+    lines: Lines = [heading("why (per mode: the fill, judge score → attribution [its stages])")]
     for name, mode in detail.modes.items():
         original = mode.judge.score if mode.judge is not None else (
             mode.pair.original.score if mode.pair and mode.pair.original else None)
-        text = Text(f" {name:<8} ", style="bold")
-        text.append(f"{_fill_text(mode)} · judge {_score(original)}")
+        text = Text(f" {name:<8} ", style="bold")  # one line at 80 columns: fill, score, label, stages
+        text.append(f"{_fill_text(mode)} judge {_score(original)}")
         if mode.label is not None:
-            text.append(" · ")
+            text.append(" → ")
             text.append(mode.label.label, style=_VERDICT_STYLE.get(mode.label.label, "yellow"))
-        stages = ", ".join(f"{s.stage}:{s.verdict}" for s in mode.stages)
+        stages = ", ".join(f"s{s.stage} {s.verdict}" for s in mode.stages)
         if stages:
-            text.append(f" ({stages})", style="dim")
+            text.append(f" [{stages}]", style="dim")
         lines.append(text)
     keys = []
     if detail.fill_seq is not None:

@@ -176,8 +176,10 @@ full screen with z. Esc returns to the transcript at the turn shown here.
         if self._place_cursor and rows:  # on the changed (or read) item, not on row 1
             self._place_cursor = False
             wanted = next((i for i, r in enumerate(rows) if r.mark != " "), None)
-            if wanted is None and self.read:
-                wanted = next((i for i, r in enumerate(rows) if r.item_id in self.read), None)
+            if wanted is None and self.read:  # the item the slot-filler ranked first
+                marked = [i for i, r in enumerate(rows) if r.item_id in self.read]
+                wanted = min(marked, key=lambda i: (len(self.read[rows[i].item_id]), self.read[rows[i].item_id]),
+                             default=None)
             table.move_cursor(row=wanted or 0)
         self.set_title(f"{self.system} store · {self.user_id} · after seq {view.after_seq} ({self._where(view.after_seq)})"
                        f" · {view.size} items")

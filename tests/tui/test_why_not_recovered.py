@@ -43,7 +43,7 @@ async def test_why_not_recovered_in_two_keys(name: str) -> None:
         assert isinstance(screen, DimensionScreen) and screen.detail is not None
         detail = screen.detail
         text = screen.query_one(DetailLog).text()
-        assert text.index("why (per access mode)") < text.index("target")  # the answer comes first
+        assert text.index("why (per mode") < text.index("target")  # the answer comes first
         for mode in detail.modes.values():
             assert mode.slot_fill is not None and mode.judge is not None
             assert f"slot-fill: {mode.slot_fill.label}" in text
@@ -73,6 +73,7 @@ async def test_why_not_recovered_in_two_keys(name: str) -> None:
         assert [str(c.label) for c in table.columns.values()][:4] == ["±", "read", "id", "written"]
         marked = {str(table.get_row(first_id)[2]): str(table.get_row(first_id)[1])}
         assert marked == {first_id: "k1"}  # the top-k item the slot-filler read first
+        assert table.cursor_row == table.get_row_index(first_id)  # … and the cursor is on it
         assert str(table.get_row(item_id)[3]) == step[:14]
         history = store.query_one(DetailLog).text()
         assert "history (" in history and "seq " in history
