@@ -193,7 +193,8 @@ def memory_lines(detail: ProbeDetail) -> Lines:
     items = answer.retrieved if answer is not None else []
     for item in items:
         score = "" if item.score is None else f"{item.score:.3f} "
-        lines.append(Text(f"  {item.id} {score}{one_line(item.text, 150)}", style="magenta"))
+        where = f"[{detail.written[item.id]}] " if item.id in detail.written else ""  # the session that wrote it
+        lines.append(Text(f"  {item.id} {score}{where}{one_line(item.text, 150)}", style="magenta"))
     if not items:
         what = {"full_context": "the whole episode (no retrieval)", "oracle_rag": "the gold evidence sessions",
                 "heuristic": "none: a heuristic answers by rule, without a reader or a memory"}.get(

@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 from memprobe_engine.events.paradigms import ProbeAnswer
 from memprobe_engine.errors import MemProbeError
+from memprobe_engine.replay.memory_view import item_writes
+from memprobe_engine.replay.store_steps import step_labeller
 from memprobe_engine.replay.paradigm_queries import (
     ScoreCell,
     episode_steps,
@@ -60,6 +62,8 @@ class ProbeDetail:
     call_seq: int | None
     probe_count: int
     other_calls: list[int] = field(default_factory=list)
+    #: Per item the reader saw, the session(s) whose ops wrote it (``S03 filler``), as the store held it.
+    written: dict[str, str] = field(default_factory=dict)
 
 
 @lru_cache(maxsize=8)
@@ -131,7 +135,16 @@ def probe_detail(session: ReplaySession, episode_id: str, system: str, probe_ind
     probe_type = probe.probe_type if probe is not None else (answer.probe_type if answer is not None else "?")
     call_seq = answer.llm_call_seq if answer is not None and answer.llm_call_seq is not None else (
         calls[-1] if calls else None)
+    written: dict[str, str] = {}
+    if answer is not None and answer.retrieved and steps is not None:
+        unit = steps.store_unit or episode_id
+        writes, label = item_writes(session, unit, system, answer.seq), step_labeller(session, unit, system)
+        for item in answer.retrieved:
+            names = list(dict.fromkeys(label(seq) for seq in writes.of(item.id)))
+            if names:
+                written[item.id] = names[0] + (f" → {names[-1]}" if len(names) > 1 else "")
     return ProbeDetail(
+        written=written,
         episode_id=episode_id, system=system, probe_index=probe_index, probe_type=probe_type, gold=gold,
         gold_note=note, answer=answer, score=original.model_dump() if original is not None else
         (cell.original if cell else None), cell=cell, rescore_answer=rescore_answer, call_seq=call_seq,

@@ -15,15 +15,17 @@ from memprobe_engine.replay.session import ReplaySession
 Labelled = list[tuple[StepRef, str]]
 
 
-def store_steps(session: ReplaySession, unit: str, system: str) -> Labelled:
-    """The labelled steps of the store of (unit, system), in recording order."""
+def store_steps(session: ReplaySession, unit: str, system: str, *, short: bool = True) -> Labelled:
+    """The labelled steps of the store of (unit, system), in recording order; ``short`` names a
+    protocol-A turn ``T1.2`` (a table column), else ``T1 turn 2`` (a title)."""
     if is_paradigm_recording(session):
         steps = episode_steps(session, unit, system)
         if steps is None:
             return []
         found = [(s.step, s.label) for s in steps.sessions] + [(p.step, f"P{p.probe_index + 1}") for p in steps.probes]
         return sorted(found, key=lambda pair: pair[0].first_line)
-    return [(step, step_short(ep.task_index, step)) for ep in episodes(session, unit, system) for step in ep.steps]
+    return [(step, step_short(ep.task_index, step) if short else f"T{ep.task_index + 1} {step.label}")
+            for ep in episodes(session, unit, system) for step in ep.steps]
 
 
 def labeller(session: ReplaySession, steps: Labelled, after: str = "after rollout") -> Callable[[int], str]:

@@ -16,7 +16,8 @@ from textual.widgets import DataTable, Input, Static
 from memprobe_engine.errors import MemProbeError
 from memprobe_engine.replay import ReplaySession, StepRef, step_seq_range
 from memprobe_engine.replay.memory_view import StoreView, item_history, item_writes, matches, store_view
-from memprobe_engine.replay.store_steps import step_labeller, store_steps
+from memprobe_engine.replay.paradigm_queries import is_paradigm_recording
+from memprobe_engine.replay.store_steps import labeller, step_labeller, store_steps
 from memprobe_tui.messages import Loaded
 from memprobe_tui.render import item_detail
 from memprobe_tui.screens.base import ReplayScreen
@@ -153,8 +154,9 @@ full screen with z. Esc returns to the transcript at the turn shown here.
     def _where(self, seq: int) -> str:
         if seq < 0 or self.session.line_of_seq(seq) is None:
             return "start"
-        label = self.label or step_labeller(self.session, self.user_id, self.system)
-        return label(seq)
+        steps = store_steps(self.session, self.user_id, self.system, short=False)
+        return labeller(self.session, steps, "recovery" if steps and not is_paradigm_recording(self.session)
+                        else "after the probes")(seq)
 
     def _empty_note(self) -> str:
         """Why a store with no memory operations is empty (not a failure to rebuild it)."""

@@ -12,6 +12,8 @@ import threading
 import time
 from typing import ClassVar
 
+from rich.text import Text
+
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -26,7 +28,7 @@ from memprobe_engine.replay.paradigm_queries import (
     paradigm_systems,
     system_accuracy,
 )
-from memprobe_tui.messages import IndexProgress, Loaded, RecordingGrew
+from memprobe_tui.messages import IndexProgress, Loaded, RecordingGrew, ShowText
 from memprobe_tui.render_paradigm import fmt_score
 from memprobe_tui.screens.base import ReplayScreen
 from memprobe_tui.screens.episode_stepper import EpisodeScreen
@@ -52,7 +54,9 @@ The episodes of one memory system in a **protocol-B (paradigm)** run. `s` shows 
 - **expected**: whether the memory should *update* to the new value or *preserve* the old one.
 - **split**: the perturbation came in two parts (trigger, then the accepted value).
 
-Enter steps through the episode's sessions; `d` opens its first probe in the probe inspector.
+Enter steps through the episode's sessions; `d` opens its first probe in the probe inspector;
+`x` compares the systems: each episode's accuracy under every system, side by side; `/` searches
+the rows.
 """
 
     DEFAULT_CSS = """
@@ -67,6 +71,8 @@ Enter steps through the episode's sessions; `d` opens its first probe in the pro
         Binding("s", "switch_system", "System", id="paradigm.system"),
         Binding("j", "cursor(1)", "Down", show=False, id="paradigm.down"),
         Binding("k", "cursor(-1)", "Up", show=False, id="paradigm.up"),
+        Binding("x", "across_systems", "Systems", id="paradigm.across"),
+        Binding("f,o,P", "not_here", show=False, id="paradigm.not_here"),
     ]
 
     def __init__(self, session: ReplaySession, system: str | None = None) -> None:
@@ -199,3 +205,43 @@ Enter steps through the episode's sessions; `d` opens its first probe in the pro
             self.notify(f"{row.episode_id} has no probe recorded under {row.system} yet.")
             return
         self.app.push_screen(ProbeScreen(self.session, row.episode_id, row.system, row.probes[0].probe_index))
+
+    def action_across_systems(self) -> None:
+        """Every episode's accuracy under every system, side by side (the list shows one system)."""
+        self._across()
+
+    @work(thread=True, exclusive=True, group="across", exit_on_error=False, name="systems side by side")
+    def _across(self) -> None:
+        rows = episode_rows(self.session)
+        self.post_message(ShowText(f"accuracy per episode × system · {self.session.header.run_id}",
+                                   across_lines(rows)))
+
+    def action_not_here(self) -> None:
+        self.notify("The episode list has no filter, sort or plots: / searches its rows, s switches the system, "
+                    "x compares the systems side by side.", timeout=6)
+
+
+def across_lines(rows: list[EpisodeRow]) -> list[Text]:
+    """A text table: episodes down, systems across, each cell ``acc (scored)``; totals last."""
+    systems = list(dict.fromkeys(r.system for r in rows))
+    episodes = list(dict.fromkeys(r.episode_id for r in rows))
+    cell = {(r.episode_id, r.system): r for r in rows}
+    width = max([len(e) for e in episodes] + [len("all episodes")])
+    lines = [Text(f"{'episode':<{width}}  " + "  ".join(f"{s:>14}" for s in systems), style="bold")]
+    for episode in episodes:
+        first = next(r for r in rows if r.episode_id == episode)
+        text = Text(f"{episode:<{width}}  ")
+        for system in systems:
+            row = cell.get((episode, system))
+            acc = system_accuracy([row]) if row is not None else None
+            shown = "—" if acc is None else f"{fmt_score(acc.accuracy)} ({acc.scored})"
+            text.append(f"{shown:>14}  ")
+        text.append(f"{first.paradigm} · {first.condition}", style="dim")
+        lines.append(text)
+    total = Text(f"{'all episodes':<{width}}  ", style="bold")
+    for system in systems:
+        acc = system_accuracy([r for r in rows if r.system == system])
+        total.append(f"{fmt_score(acc.accuracy) + f' ({acc.scored})':>14}  ", style="bold")
+    lines.append(total)
+    lines.append(Text("acc: share of the scored probes answered correctly (n scored in brackets)", style="dim"))
+    return lines

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from memprobe_tui.widgets.cursor_mark import MarkedCursorTable
 from memprobe_engine.replay.paradigm_queries import PROBE_ABBREV, EpisodeRow, ScoreCell
 from memprobe_tui.render_paradigm import fmt_score, score_style
 from memprobe_tui.widgets.table_fill import fill_table
+from memprobe_tui.widgets.table_search import SearchableTable
 
 #: Short forms for the columns one reads at 80 columns.
 EXPECTED_ABBREV = {"should_update": "update", "should_preserve": "preserve"}
@@ -32,8 +32,9 @@ def probe_cell(cell: ScoreCell | None) -> Text:
     return text
 
 
-class EpisodeTable(MarkedCursorTable):
-    """Row keys are episode ids; the probe columns follow the widest episode's probe count."""
+class EpisodeTable(SearchableTable):
+    """Row keys are episode ids; the probe columns follow the widest episode's probe count; ``/``
+    searches the rows (n/N the next/previous match)."""
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id, cursor_type="row", zebra_stripes=True)

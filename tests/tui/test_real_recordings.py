@@ -29,7 +29,8 @@ from memprobe_tui.paradigm_commands import sessions_phrase
 from memprobe_tui.render import event_detail
 from memprobe_tui.render_settings import history_lines
 from memprobe_tui.screens.memory import MemoryScreen
-from memprobe_tui.widgets.detail_log import plain_text
+from memprobe_tui.widgets.detail_log import DetailLog, plain_text
+from memprobe_tui.widgets.episode_table import EpisodeTable
 from memprobe_tui.widgets.step_list import StepList
 from memprobe_tui.widgets.store_table import StoreTable
 from tests.functional.recovery_oracle import RecoveryOracle, plan_for
@@ -226,3 +227,33 @@ def test_an_item_history_starts_at_the_resume_not_in_the_failed_attempt() -> Non
     history = item_history(session, "sim_01", "longctx_full", "t0001")
     assert history[0].op == "reset" and all(event.seq > resume for event in history)
     assert item_writes(session, "sim_01", "longctx_full", len(session)).of("t0001") == [history[1].seq]
+
+
+async def test_paradigm_episode_list_searches_compares_systems_and_says_what_it_lacks() -> None:
+    app = MemProbeApp(session=ReplaySession.open(PARADIGMS), rescore=None, keymap_path=None)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        table = app.screen.query_one(EpisodeTable)
+        assert table.cursor_row == 0
+        await pilot.press("slash", "0", "1", "A", "enter")
+        await settle(pilot)
+        assert table.get_row_at(table.cursor_row)[0].plain == "PILOT-01A"  # / searched the rows
+        await pilot.press("f")
+        await settle(pilot)
+        assert any("no filter, sort or plots" in str(n.message) for n in app._notifications)
+        await pilot.press("x")
+        await settle(pilot)
+        text = app.screen.export_document().markdown  # type: ignore[union-attr]
+        assert "amem" in text and "full_context" in text and "naive_rag" in text
+        assert "PILOT-03B" in text and "all episodes" in text and "0.75 (8)" in text
+
+
+async def test_probe_inspector_names_the_session_that_wrote_each_item_the_reader_saw() -> None:
+    app = MemProbeApp(session=ReplaySession.open(PARADIGMS), rescore=None, keymap_path=None)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("p")  # PILOT-03B × amem, probe 1: the reader answered the old value
+        await settle(pilot)
+        text = "\n".join(log.text() for log in app.screen.query(DetailLog))
+        assert "answer: vegetarian" in text and "expected 'Mediterranean diet' not found" in text  # answer, rule
+        assert "[S05 perturbation]" in text and "[S00 encoding]" in text  # the update was read, ranked 4th
