@@ -72,7 +72,7 @@ the rows.
         Binding("j", "cursor(1)", "Down", show=False, id="paradigm.down"),
         Binding("k", "cursor(-1)", "Up", show=False, id="paradigm.up"),
         Binding("x", "across_systems", "Systems", id="paradigm.across"),
-        Binding("f,o,P", "not_here", show=False, id="paradigm.not_here"),
+        Binding("f,o,P", "not_here", "What this list offers", show=False, id="paradigm.not_here"),
     ]
 
     def __init__(self, session: ReplaySession, system: str | None = None) -> None:
