@@ -99,7 +99,7 @@ with similarity scores (retrieve), each item with `[T2.1]`, the step (task 2, tu
         Binding("left_square_bracket", "next_dimension(-1)", "Prev dim", show=False, id="dimension.prev"),
         Binding("s", "switch_system", "System", id="dimension.system"),
         Binding("t", "task", "Task", id="dimension.task"),
-        Binding("e", "evidence", "Evidence", id="dimension.evidence"),
+        Binding("e", "evidence", "Evidence", show=False, id="dimension.evidence"),  # the why block names it
         Binding("c", "judge_call", "Call", id="dimension.call"),  # the judge's LLM call (short: 80 columns)
         Binding("m", "memory", "Store", id="dimension.memory"),
         Binding("j,down", "scroll(1)", "Down", show=False, id="dimension.down"),

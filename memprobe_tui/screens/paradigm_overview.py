@@ -71,8 +71,7 @@ the rows.
         Binding("s", "switch_system", "System", id="paradigm.system"),
         Binding("j", "cursor(1)", "Down", show=False, id="paradigm.down"),
         Binding("k", "cursor(-1)", "Up", show=False, id="paradigm.up"),
-        Binding("x", "across_systems", "Systems", id="paradigm.across"),
-        Binding("f,o,P", "not_here", "What this list offers", show=False, id="paradigm.not_here"),
+        Binding("x", "grid", "Systems", id="paradigm.across"),  # x: a grid, as on protocol A's overview
     ]
 
     def __init__(self, session: ReplaySession, system: str | None = None) -> None:
@@ -206,7 +205,7 @@ the rows.
             return
         self.app.push_screen(ProbeScreen(self.session, row.episode_id, row.system, row.probes[0].probe_index))
 
-    def action_across_systems(self) -> None:
+    def action_grid(self) -> None:
         """Every episode's accuracy under every system, side by side (the list shows one system)."""
         self._across()
 
@@ -216,9 +215,6 @@ the rows.
         self.post_message(ShowText(f"accuracy per episode × system · {self.session.header.run_id}",
                                    across_lines(rows)))
 
-    def action_not_here(self) -> None:
-        self.notify("The episode list has no filter, sort or plots: / searches its rows, s switches the system, "
-                    "x compares the systems side by side.", timeout=6)
 
 
 def across_lines(rows: list[EpisodeRow]) -> list[Text]:
