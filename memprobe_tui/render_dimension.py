@@ -77,9 +77,11 @@ def answer_lines(detail: DimensionDetail) -> Lines:
     if detail.fill_seq is not None:
         keys.append(f"m store at fill (seq {detail.fill_seq})")
     if detail.evidence_turns:
-        keys.append("e evidence turn")
+        keys.append("e evidence")
+    if detail.episode is not None:
+        keys.append("t task")
     if (call := judge_call(detail)) is not None:
-        keys.append(f"c {call[1].replace('_', '-')} call #{call[0]}")
+        keys.append(f"c {'judge' if call[1] == 'recovery_judge' else call[1].replace('_', '-')} call #{call[0]}")
     if keys:
         lines.append(Text(" " + " · ".join(keys), style="dim"))
     return lines

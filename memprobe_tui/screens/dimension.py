@@ -98,7 +98,7 @@ with similarity scores (retrieve), each item with `[T2.1]`, the step (task 2, tu
         Binding("right_square_bracket", "next_dimension(1)", "Dim", key_display="[/]", id="dimension.next"),
         Binding("left_square_bracket", "next_dimension(-1)", "Prev dim", show=False, id="dimension.prev"),
         Binding("s", "switch_system", "System", id="dimension.system"),
-        Binding("t", "task", "Task", id="dimension.task"),
+        Binding("t", "task", "Task", show=False, id="dimension.task"),  # the why block names it (80 columns)
         Binding("e", "evidence", "Evidence", show=False, id="dimension.evidence"),  # the why block names it
         Binding("c", "judge_call", "Call", id="dimension.call"),  # the judge's LLM call (short: 80 columns)
         Binding("m", "memory", "Store", id="dimension.memory"),
