@@ -121,3 +121,22 @@ async def test_e_without_an_evidence_turn_says_so_and_next_dimension_starts_at_t
         await settle(pilot)
         assert app.screen is screen
         assert any("No turn of this task's dialogue carries" in str(n.message) for n in app._notifications)
+
+
+async def test_any_cell_is_five_keys_away() -> None:
+    """sim_01 × nomem × low_point_episode (not the first row, not the first dimension): j j d ] m."""
+    app = _app("sample-quick-sim_01")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        for key in ("j", "j", "d", "right_square_bracket"):
+            await pilot.press(key)
+            await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, DimensionScreen) and screen.detail is not None
+        assert (screen.system, screen.dimension) == ("nomem", "low_point_episode")
+        text = screen.query_one(DetailLog).text()
+        assert "dump_all “" in text and "judge" in text and "read: the whole store: 0 items" in text
+        await pilot.press("m")
+        await settle(pilot)
+        assert isinstance(app.screen, MemoryScreen)
+        assert "recorded no memory operation for sim_01" in text_of(pilot, "#info")  # nomem keeps none
