@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
+import threading
 import time
 import uuid
 from collections.abc import Sequence
@@ -99,6 +101,19 @@ def connect(options: RayOptions) -> None:
     ray = _ray()
     if ray.is_initialized():
         return
+    # Ray's driver start-up installs its own SIGTERM handler (it dumps a stack and exits): the run's
+    # lifecycle, which ends the run as interrupted and keeps what finished, must keep SIGTERM and Ctrl-C.
+    main = threading.current_thread() is threading.main_thread()
+    handlers = {signum: signal.getsignal(signum) for signum in (signal.SIGTERM, signal.SIGINT)} if main else {}
+    try:
+        _init(ray, options)
+    finally:
+        for signum, handler in handlers.items():
+            if handler is not None:
+                signal.signal(signum, handler)
+
+
+def _init(ray: ModuleType, options: RayOptions) -> None:
     root = str(Path(__file__).resolve().parents[2])
     paths = [root, os.getcwd(), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
     try:

@@ -239,3 +239,37 @@ def test_bad_executor_flags_fail_before_a_recording_exists(tmp_path: Path, flags
     result = CliRunner().invoke(app, ["run", "--record", str(tmp_path / "rec"), "--users", "sim_01",
                                       "--dims", DIMS[0], *flags])
     assert message in str(result.exception) and not (tmp_path / "rec").exists()
+
+
+async def test_a_failing_unit_ends_the_run_with_its_one_line(cluster: str, tmp_path: Path) -> None:
+    import socket
+
+    from memprobe_engine.errors import LLMError
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{probe.getsockname()[1]}/v1"
+    with pytest.raises(LLMError) as caught:
+        await run_recovery(plan(), tmp_path / "rec", llm_config=config(dead), concurrency=4, ray=RayOptions())
+    assert f"cannot reach {dead}" in str(caught.value) and "\n" not in str(caught.value)
+    with open_recording(tmp_path / "rec") as reader:
+        assert check_recording(reader).clean
+        assert [e.status for e in reader.iter_events(kinds=["run_end"])] == ["failed"]  # type: ignore[union-attr]
+
+
+def test_sigterm_ends_a_ray_run_interrupted(cluster: str, endpoint: str, tmp_path: Path) -> None:
+    record = tmp_path / "rec"
+    command = [sys.executable, "-m", "memprobe_tui.main", "run", "--record", str(record), "--users", ",".join(USERS),
+               "--dims", ",".join(DIMS), "--systems", ",".join(SYSTEMS), "--max-turns", "2", "--no-cache",
+               "--model", f"default=openai:scripted@{endpoint}", "--executor", "ray", "--ray-address", cluster]
+    driver = subprocess.Popen(command, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while time.time() < deadline and _calls_in(record) < 5 and driver.poll() is None:
+        time.sleep(0.01)
+    driver.send_signal(signal.SIGTERM)
+    _, err = driver.communicate(timeout=60)
+    assert driver.returncode == 143, err[-2000:]
+    with open_recording(record) as reader:
+        assert check_recording(reader).clean  # every span closed
+        assert [e.status for e in reader.iter_events(kinds=["run_end"])] == ["interrupted"]  # type: ignore[union-attr]
