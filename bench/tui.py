@@ -11,7 +11,8 @@
    stepper (each until the screen has processed it and redrawn), 50 ``n`` (turn) steps, the first
    memory-store rebuild, and the peak RSS against the file size.
 
-Targets: first screen ≤ 1 s, step ≤ 50 ms, memory well below the file size.
+Targets: first screen ≤ 1 s, step ≤ 30 ms, store step ≤ 50 ms, first memory view ≤ 0.5 s (after the
+index pass, as a user opens it), peak RSS ≤ 50 % of events.jsonl. Medians.
 """
 
 from __future__ import annotations
@@ -105,6 +106,28 @@ async def _timed_key(app: Any, screen: Any, action: str, key: str) -> float:
         delattr(screen, f"action_{action}")
 
 
+SPLITS: list[float] = []  # when each _timed_until's condition held (before the redraw)
+
+
+async def _timed_until(app: Any, key: str, condition: Callable[[], bool], timeout: float = 30.0) -> float:
+    """Seconds from sending ``key`` (as the terminal driver does) until ``condition`` holds and the
+    screen has refreshed after it: for keys whose work ends in a worker (a store rebuild), where
+    :func:`_timed_key`'s action hook would stop the clock before the result is drawn."""
+    loop = asyncio.get_running_loop()
+    key_event = events.Key(key, key)
+    key_event.set_sender(app)
+    started = time.perf_counter()
+    app._driver.send_message(key_event)
+    while not condition():
+        if time.perf_counter() - started > timeout:
+            raise TimeoutError(f"{key} did not take effect")
+        await asyncio.sleep(0.001)
+    SPLITS.append(time.perf_counter() - started)
+    drawn: asyncio.Future[float] = loop.create_future()
+    app.screen.call_after_refresh(lambda: drawn.done() or drawn.set_result(time.perf_counter()))
+    return await asyncio.wait_for(drawn, timeout) - started
+
+
 def rss_mb() -> float:
     """Current resident set size (Linux), to show where memory goes between phases."""
     for line in Path("/proc/self/status").read_text().splitlines():
@@ -155,16 +178,18 @@ async def measure(directory: Path) -> dict[str, float]:
         out["turns_walked_by_j"] = screen.step_pos
         out["rss_stepped_mb"] = rss_mb()
         turns = [await _timed_key(app, screen, "step_turn", "n") for _ in range(50)]
-        t = time.perf_counter()
-        await pilot.press("m")
-        await _until(pilot, lambda: isinstance(app.screen, MemoryScreen) and app.screen.view is not None)
-        out["first_store_rebuild_s"] = time.perf_counter() - t
+        out["first_store_rebuild_s"] = await _timed_until(
+            app, "m", lambda: isinstance(app.screen, MemoryScreen) and app.screen.view is not None)
         out["rss_store_mb"] = rss_mb()
-        view = app.screen.view  # type: ignore[attr-defined]
-        t = time.perf_counter()
-        await pilot.press("n")
-        await _until(pilot, lambda: app.screen.view is not view)  # type: ignore[attr-defined]
-        out["next_store_step_s"] = time.perf_counter() - t
+        await pilot.pause()
+        store_steps = []
+        SPLITS.clear()
+        for key in ["p"] * 10 + ["n"] * 10:  # back through ten turns, then forward again
+            view = app.screen.view  # type: ignore[attr-defined]
+            store_steps.append(await _timed_until(app, key, lambda: app.screen.view is not view))  # type: ignore[attr-defined]
+        out["store_step_median_ms"] = statistics.median(store_steps) * 1000
+        out["store_step_effect_median_ms"] = statistics.median(SPLITS) * 1000
+        out["store_step_p95_ms"] = sorted(store_steps)[int(len(store_steps) * 0.95) - 1] * 1000
     for name, values in (("j", steps), ("n", turns)):
         ordered = sorted(values)
         out[f"{name}_median_ms"] = statistics.median(values) * 1000
@@ -188,13 +213,16 @@ def report(directory: Path, figures: dict[str, float]) -> None:
           f"+ {figures['imports_s']:.2f} s of imports from a cold process start")
     print(f"index pass → overview:    {figures['index_ready_s']:.2f} s   (in a worker, with a progress bar)")
     print(f"step j ×200:              median {figures['j_median_ms']:.1f} ms, p95 {figures['j_p95_ms']:.1f} ms, "
-          f"max {figures['j_max_ms']:.1f} ms   (target ≤ 50 ms: {ok(figures['j_median_ms'] <= 50)})")
+          f"max {figures['j_max_ms']:.1f} ms   (target ≤ 30 ms: {ok(figures['j_median_ms'] <= 30)})")
     print(f"turn n ×50:               median {figures['n_median_ms']:.1f} ms, p95 {figures['n_p95_ms']:.1f} ms, "
           f"max {figures['n_max_ms']:.1f} ms")
-    print(f"first memory-store view:  {figures['first_store_rebuild_s']:.2f} s   (scans memory events once, in a worker)")
-    print(f"next store step (n):      {figures['next_store_step_s'] * 1000:.0f} ms")
+    print(f"first memory-store view:  {figures['first_store_rebuild_s']:.2f} s   (target ≤ 0.5 s: "
+          f"{ok(figures['first_store_rebuild_s'] <= 0.5)}; the memory scan runs after the index pass)")
+    print(f"store step (p/n ×20):     median {figures['store_step_median_ms']:.0f} ms, p95 {figures['store_step_p95_ms']:.0f} ms"
+          f"   (target ≤ 50 ms: {ok(figures['store_step_median_ms'] <= 50)}; key sent to the rebuilt store drawn;"
+          f" the new store is in place after {figures['store_step_effect_median_ms']:.0f} ms)")
     print(f"peak RSS:                 {figures['peak_rss_mb']:.0f} MB = {figures['peak_rss_mb'] / events_mb:.0%} of "
-          f"events.jsonl   (target: well below the file size: {ok(figures['peak_rss_mb'] < events_mb / 2)})")
+          f"events.jsonl   (target ≤ 50 %: {ok(figures['peak_rss_mb'] <= events_mb / 2)})")
     print(f"  RSS by phase (MB):      imports {figures['rss_imports_mb']:.0f} → indexed {figures['rss_indexed_mb']:.0f}"
           f" → 250 steps {figures['rss_stepped_mb']:.0f} → store view {figures['rss_store_mb']:.0f}")
 

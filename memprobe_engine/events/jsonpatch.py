@@ -40,6 +40,11 @@ def make_patch(before: object, after: object, path: str = "") -> JsonPatch:
     return [{"op": "replace", "path": path, "value": copy.deepcopy(after)}]
 
 
+def unescape_token(token: str) -> str:
+    """A JSON Pointer reference token as the key it names (``~1`` is ``/``, ``~0`` is ``~``)."""
+    return _unescape(token)
+
+
 def apply_patch(document: Any, patch: JsonPatch, *, in_place: bool = False) -> Any:
     """Apply ``patch``; returns the new document. Raises ValueError on a path that does not exist."""
     doc = document if in_place else copy.deepcopy(document)

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memprobe_engine.errors import RecordingError
-from memprobe_engine.events.jsonpatch import apply_patch
+from memprobe_engine.events.jsonpatch import apply_patch, unescape_token
 from memprobe_engine.events.memory import MemoryOp, MemorySnapshot
 from memprobe_engine.events.reader import DamagedEvent, RecordingReader
 from memprobe_engine.events.recorder import Recorder
@@ -113,7 +113,12 @@ class StoreTimeline:
         return list(track.seqs) if track is not None else []
 
     def store_at(self, *, unit: str, system: str, upto_seq: int) -> Items:
-        """The store's items by id (insertion order) after every memory event with seq <= ``upto_seq``."""
+        """The store's items by id (insertion order) after every memory event with seq <= ``upto_seq``.
+
+        The item dicts are shared with the timeline's checkpoints (copy on write: a patch copies the
+        items it changes first), so a rebuild copies the few items its patches touch instead of the
+        whole store (bench/tui.py at 1M events: a checkpoint of ~600 items was deep-copied on every
+        store step, and the result again). Read them; never modify them."""
         self.refresh()
         track = self._tracks.get((unit, system)) or _Track()  # no events yet: the empty store
         target = bisect.bisect_right(track.seqs, upto_seq)  # apply events [0, target)
@@ -126,15 +131,18 @@ class StoreTimeline:
             state = self._snapshot_state(snapshot_event)
             start = snapshot_start + 1
         else:
-            state = copy.deepcopy(track.checkpoints[checkpoint])
+            state = _share(track.checkpoints[checkpoint])
             start = checkpoint
+        owned: set[str] = set()  # items this rebuild copied already (its own to change)
         self._check_damage(track, start, target, upto_seq, unit, system)
         for position in range(start, target):
             event = self._event(track.lines[position], unit, system)
             if event.kind == "memory_snapshot":
                 state = self._snapshot_state(event)
+                owned = set(state["items"])
             else:
                 try:
+                    _own_touched(state, event.patch, owned)
                     state = apply_patch(state, event.patch, in_place=True)
                 except (ValueError, KeyError, IndexError, TypeError) as err:
                     raise RecordingError(
@@ -142,9 +150,10 @@ class StoreTimeline:
                         f"{system}) does not apply to the store before it ({err}); the recording is "
                         f"inconsistent. Run `memprobe recording verify {self.reader.directory}`.") from None
             if (position + 1) % CHECKPOINT_EVERY == 0 and position + 1 not in track.checkpoints:
-                track.checkpoints[position + 1] = copy.deepcopy(state)
+                track.checkpoints[position + 1] = _share(state)
+                owned = set()  # the checkpoint holds them now: copy before changing them again
                 bisect.insort(track.checkpoint_positions, position + 1)
-        return copy.deepcopy(state["items"])
+        return dict(state["items"])
 
     def _event(self, line: int, unit: str, system: str) -> MemoryOp | MemorySnapshot:
         try:
@@ -185,7 +194,6 @@ class StoreTimeline:
                     f"{unit}, system {system}, so the store at seq {upto_seq} cannot be rebuilt exactly. "
                     f"Run `memprobe recording verify {self.reader.directory}`.")
 
-
     def _seq_before(self, line: int, reach: int = 1000) -> int:
         """The seq of the nearest readable line before ``line`` (seqs increase along the file), or -1
         when none is found within ``reach`` lines: then the damage counts as before any point."""
@@ -197,6 +205,34 @@ class StoreTimeline:
 
 
 _SEQ_PREFIX = re.compile(rb'\{"seq":(\d+),')
+
+
+def _share(state: dict[str, Any]) -> dict[str, Any]:
+    """A new state whose ``items`` mapping is new but whose item dicts are the same objects."""
+    return {key: dict(value) if key == "items" else copy.deepcopy(value) for key, value in state.items()}
+
+
+def _own_touched(state: dict[str, Any], patch: list[dict[str, Any]], owned: set[str]) -> None:
+    """Before ``patch`` changes the inside of a shared item (``/items/<id>/…``), give the state its own
+    copy of that item; a whole item added, replaced or removed changes only the state's own mapping."""
+    items = state.get("items")
+    for op in patch:
+        tokens = [unescape_token(t) for t in op["path"].split("/")[1:]]
+        if len(tokens) >= 3 and tokens[0] == "items" and isinstance(items, dict):
+            item_id = tokens[1]
+            if item_id not in owned and item_id in items:
+                items[item_id] = copy.deepcopy(items[item_id])
+                owned.add(item_id)
+        elif len(tokens) >= 2 and tokens[0] != "items" and "/" + tokens[0] not in owned:
+            if tokens[0] in state:  # another top-level part (none today): copied whole, once
+                state[tokens[0]] = copy.deepcopy(state[tokens[0]])
+            owned.add("/" + tokens[0])
+        elif len(tokens) == 2 and tokens[0] == "items":
+            owned.discard(tokens[1])  # a whole new (deep-copied) value or gone: nothing shared to protect
+            if op["op"] in ("add", "replace"):
+                owned.add(tokens[1])
+
+
 _TIMELINES: "weakref.WeakKeyDictionary[RecordingReader, StoreTimeline]" = weakref.WeakKeyDictionary()
 
 

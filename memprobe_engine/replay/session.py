@@ -205,6 +205,13 @@ class ReplaySession:
             with self._read_lock:
                 return self.timeline.store_at(unit=unit, system=system, upto_seq=upto_seq)
 
+    def scan_memory(self) -> None:
+        """Find every memory event now: the store timeline's one scan of the file (3.4 s at 1M events),
+        which the first memory view would otherwise wait for. The TUI runs it in a worker right after
+        the index pass, while the overview is read."""
+        with self._store_lock:
+            self.timeline.refresh()
+
     def memory_seqs(self, unit: str, system: str) -> list[int]:
         """Seqs of the memory events of one store: the points where it changes."""
         with self._store_lock:

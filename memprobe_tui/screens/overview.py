@@ -137,6 +137,8 @@ class OverviewScreen(ReplayScreen):
 
         self.session.build_index(progress, lambda: worker.is_cancelled)
         self.post_message(Loaded("overview", (score_board(self.session), units(self.session))))
+        if not worker.is_cancelled:
+            self.session.scan_memory()  # while the overview is read: the first `m` then opens at once
 
     def reload(self) -> None:
         """Recompute the table: another screen indexed new events (a re-score appended them)."""

@@ -115,6 +115,8 @@ the rows.
 
         self.session.build_index(progress, lambda: worker.is_cancelled)
         self._post_rows()
+        if not worker.is_cancelled:
+            self.session.scan_memory()  # while the list is read: the first store view then opens at once
 
     def _post_rows(self) -> None:
         systems = paradigm_systems(self.session)
