@@ -44,6 +44,13 @@ SCORER_VERSIONS: dict[ScoringMode, str] = {"upstream": "b1-upstream-1", "correct
 SCORER_VERSION = SCORER_VERSIONS[DEFAULT_SCORING]
 
 
+def mode_of_version(version: str | None) -> ScoringMode:
+    """The mode a recorded score was made in: ``b1-upstream-1`` is upstream's; anything else (the
+    corrected mode, or ``b1-rules-1`` from before the modes) is scored again by the corrected rules,
+    so a re-run or a second reader meets the scorer the run's own scores met."""
+    return "upstream" if version == SCORER_VERSIONS["upstream"] else "corrected"
+
+
 def mode_layer(mode: ScoringMode) -> str | None:
     """Where a run records a scoring mode: the default mode is the run's own scores, another mode a
     layer beside them (``scoring:corrected``)."""

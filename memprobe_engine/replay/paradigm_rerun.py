@@ -34,7 +34,7 @@ from memprobe_engine.llm.config import LLMConfig, load_llm_config
 from memprobe_engine.llm.spec import parse_spec
 from memprobe_engine.llm.types import ChatMessage, SamplingParams
 from memprobe_engine.paradigms.reader import READER_ROLE, answer_model
-from memprobe_engine.paradigms.scoring import score_probe
+from memprobe_engine.paradigms.scoring import DEFAULT_SCORING, ScoringMode, mode_of_version, score_probe
 from memprobe_engine.paradigms.suite import Episode, Probe, parse_episode
 
 if TYPE_CHECKING:
@@ -84,6 +84,8 @@ class RerunMaterial:
     original_score_seq: int | None
     messages: list[ChatMessage]
     params: SamplingParams
+    #: The scoring mode of the run's own score of this probe (a re-run is scored alike).
+    mode: ScoringMode = DEFAULT_SCORING
 
 
 def _episode(reader: RecordingReader, request: ProbeRerunRequest) -> Episode:
@@ -129,6 +131,7 @@ def gather_probe(reader: RecordingReader, request: ProbeRerunRequest) -> RerunMa
         raise RecordingError(f"{where}: the recorded episode has {len(episode.probes)} probes.")
     answer: ProbeAnswer | None = None
     score_seq: int | None = None
+    version: str | None = None
     for event in reader.iter_events(kinds=["probe_answer", "probe_score"]):
         if not isinstance(event, (ProbeAnswer, ProbeScore)) or event.layer is not None:
             continue  # another reader's or scoring's layer is not the run's own answer
@@ -140,6 +143,7 @@ def gather_probe(reader: RecordingReader, request: ProbeRerunRequest) -> RerunMa
                 answer = event
         elif event.rescore_of is None:
             score_seq = int(event.seq)  # the latest original (a re-run unit scores again)
+            version = event.scorer_version
     if answer is None:
         raise RecordingError(f"{where}: no probe_answer is recorded, so there is nothing to re-run.")
     if answer.llm_call_seq is None:
@@ -161,7 +165,8 @@ def gather_probe(reader: RecordingReader, request: ProbeRerunRequest) -> RerunMa
     known = set(SamplingParams.model_fields)
     params = SamplingParams(**{k: v for k, v in call.params.items() if k in known})
     return RerunMaterial(episode=episode, probe=episode.probes[request.probe_index], original_answer=answer,
-                         original_score_seq=score_seq, messages=messages, params=params)
+                         original_score_seq=score_seq, messages=messages, params=params,
+                         mode=mode_of_version(version))
 
 
 async def _reread(chat: ChatClient, recorder: Recorder, request: ProbeRerunRequest, material: RerunMaterial,
@@ -183,7 +188,8 @@ async def _reread(chat: ChatClient, recorder: Recorder, request: ProbeRerunReque
                               question=original.question, retrieved=original.retrieved, answer=answer,
                               error=error, llm_call_seq=outcome.call_seq if outcome else None))
     score = score_probe(material.probe, answer, error=error, spec=material.episode.latent_spec,
-                        episode_id=request.episode_id, probe_index=request.probe_index, system=request.system)
+                        episode_id=request.episode_id, probe_index=request.probe_index, system=request.system,
+                        mode=material.mode)
     score.rescore_of = material.original_score_seq
     recorder.emit(score)
     sink.score(score.score, dict(score.subscores), score.reason, score.excluded)

@@ -26,7 +26,7 @@ from memprobe_engine.llm.client import BackendFactory
 from memprobe_engine.llm.config import LLMConfig
 from memprobe_engine.orchestration.lifecycle import recorded_run
 from memprobe_engine.paradigms.reader import READER_ROLE, answer_model
-from memprobe_engine.paradigms.scoring import DEFAULT_SCORING, SCORER_VERSIONS, ScoringMode, score_probe
+from memprobe_engine.paradigms.scoring import DEFAULT_SCORING, ScoringMode, mode_of_version, score_probe
 from memprobe_engine.replay.paradigm_rerun import ProbeRerunRequest, RerunMaterial, gather_probe, reader_config
 
 #: Layers of a reader ablation are named after the reader: ``reader:local:fast``.
@@ -56,7 +56,7 @@ def _todo(recording: Path, layer: str, systems: set[str] | None, summary: Ablati
         originals: dict[tuple[str, str, int], ProbeAnswer] = {}
         done: set[tuple[str, str, int]] = set()
         versions = {s.scorer_version for s in reader.iter_of(ProbeScore) if s.layer is None}
-        if versions and versions != {SCORER_VERSIONS["upstream"]}:
+        if versions and {mode_of_version(v) for v in versions} != {"upstream"}:
             summary.mode = "corrected"
         for event in reader.iter_of(ProbeAnswer):
             key = (event.episode_id, str(event.system), event.probe_index)
