@@ -13,6 +13,7 @@ from pathlib import Path
 import orjson
 import pytest
 
+from memprobe_engine.events.checksum import seal
 from memprobe_engine.events.integrity import check_recording
 from memprobe_engine.events.reader import open_recording
 from memprobe_engine.replay import ReplaySession, score_board
@@ -27,8 +28,9 @@ def _wrong_typed_judge(tmp_path: Path) -> tuple[Path, int]:
     lines = (run / "events.jsonl").read_bytes().splitlines(keepends=True)
     at = next(i for i, line in enumerate(lines) if b'"kind":"judge_score"' in line)
     event = orjson.loads(lines[at])
-    event["score"] = "high"  # valid JSON, a wrong-typed field (the fixture predates seals)
-    lines[at] = orjson.dumps(event) + b"\n"
+    event.pop("ck", None)
+    event["score"] = "high"  # valid JSON, a wrong-typed field, sealed again: only the type is wrong
+    lines[at] = seal(orjson.dumps(event)) + b"\n"
     (run / "events.jsonl").write_bytes(b"".join(lines))
     return run, at
 
