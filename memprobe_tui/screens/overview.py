@@ -137,6 +137,8 @@ class OverviewScreen(ReplayScreen):
 
         self.session.build_index(progress, lambda: worker.is_cancelled)
         self.post_message(Loaded("overview", (score_board(self.session), units(self.session))))
+        # A grid or plots opened before the pass ended drew from a partial index: redraw it now.
+        self.post_message(RecordingGrew(0))
         if not worker.is_cancelled:
             self.session.scan_memory()  # while the overview is read: the first `m` then opens at once
 

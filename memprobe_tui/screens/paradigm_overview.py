@@ -115,6 +115,8 @@ the rows.
 
         self.session.build_index(progress, lambda: worker.is_cancelled)
         self._post_rows()
+        # A screen opened before the pass ended drew from a partial index: redraw it now.
+        self.post_message(RecordingGrew(0))
         if not worker.is_cancelled:
             self.session.scan_memory()  # while the list is read: the first store view then opens at once
 
