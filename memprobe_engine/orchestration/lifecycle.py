@@ -26,13 +26,17 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from memprobe_engine.errors import MemProbeError
 from memprobe_engine.events.header import RecordingHeader
 from memprobe_engine.events.recorder import Recorder
 from memprobe_engine.events.run import ErrorEvent, RunEnd, RunStart
 from memprobe_engine.events.writer import EventWriter, open_writer
+
+if TYPE_CHECKING:
+    from memprobe_engine.llm.client import ChatClient
+    from memprobe_engine.llm.embeddings import TextEmbedder
 
 Scrub = Callable[[str], str]
 
@@ -169,3 +173,15 @@ async def _cancel_strays(before: set[asyncio.Task[object]], current: asyncio.Tas
         stray.cancel()
     if strays:
         await asyncio.wait(strays, timeout=10)
+
+
+async def close_run_clients(chat: ChatClient, embedder: TextEmbedder | None) -> None:
+    """Close what a run opened: the library adapters' recording proxy (if any ran), the chat client, the
+    embedder."""
+    from memprobe_engine.llm.proxy import close_shared_proxies
+
+    await close_shared_proxies()
+    await chat.aclose()
+    close = getattr(embedder, "aclose", None)
+    if close is not None:
+        await close()

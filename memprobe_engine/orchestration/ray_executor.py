@@ -155,7 +155,7 @@ def run_unit_task(job: UnitJob, index: int, relay: RelayHandle) -> float:
     from memprobe_engine.llm.cache import ResponseCache
     from memprobe_engine.llm.client import ChatClient
     from memprobe_engine.llm.types import ChatResult
-    from memprobe_engine.orchestration.run import close_run_clients
+    from memprobe_engine.orchestration.lifecycle import close_run_clients
 
     started = time.monotonic()
     attempt = uuid.uuid4().hex[:8]

@@ -32,6 +32,7 @@ from memprobe_engine.events.union import POINTERS_OF_KIND
 from memprobe_engine.events.writer import E, EventWriter
 from memprobe_engine.llm.cache import ResponseStore
 from memprobe_engine.llm.types import ChatResult
+from memprobe_engine.orchestration.resume import RecordedResponses
 
 #: One thing a worker hands the driver: ``("event", line)`` (the event's JSON, scrubbed),
 #: ``("payload", data)``, ``("response", request hash, result JSON)`` or ``("progress", text)``.
@@ -111,26 +112,17 @@ class RelayWriter(EventWriter):
         self.closed = True
 
 
-class RelayedResponses:
+class RelayedResponses(RecordedResponses):
     """The worker's response layer: answers from what the driver sent it (the recording being resumed,
     earlier attempts at the unit), then the persistent cache; every new answer also goes to the driver."""
 
     def __init__(self, recorded: dict[str, ChatResult], fallback: ResponseStore | None, writer: RelayWriter) -> None:
-        self._recorded = recorded
-        self._fallback = fallback
+        super().__init__(recorded, fallback)
         self._writer = writer
 
-    def get(self, key: str, endpoint: str = "") -> ChatResult | None:
-        hit = self._recorded.get(key)
-        if hit is not None:
-            return hit
-        return self._fallback.get(key, endpoint) if self._fallback is not None else None
-
     def put(self, key: str, result: ChatResult, endpoint: str = "") -> None:
-        self._recorded[key] = result
-        self._writer.response(key, result)
-        if self._fallback is not None:
-            self._fallback.put(key, result, endpoint)
+        self._writer.response(key, result)  # the driver holds it before the worker counts it done
+        super().put(key, result, endpoint)
 
 
 @dataclass

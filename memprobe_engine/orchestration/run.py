@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from memprobe_engine.errors import RecordingError
 from memprobe_engine.events.header import HEADER_FILE, new_header
 from memprobe_engine.provenance import collect_provenance
-from memprobe_engine.orchestration.lifecycle import recorded_run
+from memprobe_engine.orchestration.lifecycle import close_run_clients, recorded_run
 from memprobe_engine.orchestration.progress import ProgressHook
 from memprobe_engine.orchestration.protocol import BenchmarkProtocol, RunServices
 from memprobe_engine.orchestration.resume import (
@@ -32,7 +32,7 @@ from memprobe_engine.orchestration.units import UnitTally, run_units, select_uni
 if TYPE_CHECKING:
     from memprobe_engine.llm.cache import ResponseStore
     from memprobe_engine.orchestration.ray_executor import RayOptions
-    from memprobe_engine.llm.client import BackendFactory, ChatClient
+    from memprobe_engine.llm.client import BackendFactory
     from memprobe_engine.llm.config import LLMConfig
     from memprobe_engine.llm.embeddings import TextEmbedder
 
@@ -115,16 +115,4 @@ async def run_protocol(protocol: BenchmarkProtocol[UnitT], record: Path, *, llm_
     return record
 
 
-async def close_run_clients(chat: ChatClient, embedder: TextEmbedder | None) -> None:
-    """Close what a run opened: the library adapters' recording proxy (if any ran), the chat client, the
-    embedder."""
-    from memprobe_engine.llm.proxy import close_shared_proxies
-
-    await close_shared_proxies()
-    await chat.aclose()
-    close = getattr(embedder, "aclose", None)
-    if close is not None:
-        await close()
-
-
-__all__ = ["close_run_clients", "resume_checker", "run_config", "run_protocol"]
+__all__ = ["resume_checker", "run_config", "run_protocol"]
