@@ -87,7 +87,7 @@ def print_estimate(estimate: CostEstimate, llm_config: LLMConfig, prices: dict[s
     console.print(table)
     console.print(f"tokens in all: {total.low:,.0f}–{total.high:,.0f} (~{total.expected:,.0f})"
                   + (f"; cost {_money(total_cost.low)}–{_money(total_cost.high)} (~{_money(total_cost.expected)})"
-                     if prices else "; no prices given (--price ROLE=IN/OUT per million tokens, or [prices] in "
+                     if prices else "; no prices given (--price ROLE=IN/OUT per million tokens, or \\[prices] in "
                                     "the config)"))
     if actual is not None:
         used = sum(p + c for _, p, c in actual.values())

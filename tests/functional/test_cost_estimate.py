@@ -66,3 +66,11 @@ def test_report_prints_actual_tokens_beside_the_estimate(monkeypatch: pytest.Mon
     assert "beside the run's actual use" in result.output
     assert "8,657+280" in result.output  # the slot-filler's actual prompt + completion tokens
     assert "actual tokens in all: 12,480" in result.output
+
+
+def test_without_prices_the_hint_names_the_config_table(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(ROOT)
+    result = CliRunner().invoke(app, ["report", str(DEMO.relative_to(ROOT))])
+    assert result.exit_code == 0, result.output
+    # Rich read "[prices]" as a style tag and printed "or  in the config".
+    assert "[prices] in the config" in " ".join(result.output.split())
