@@ -81,10 +81,15 @@ def recheck_written(out: Path, record: Path, specs: list[LatentSpec]) -> list[Re
         else:
             failures.append(failure)
     if failures:
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_bytes(b"".join(line + b"\n" for line in kept))
-        os.replace(tmp, path)  # all or nothing: a crash leaves the old file
+        replace_lines(path, kept)
     return failures
+
+
+def replace_lines(path: Path, lines: list[bytes]) -> None:
+    """Rewrite a JSON-lines file with ``lines``, all or nothing: a crash leaves the old file."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_bytes(b"".join(line + b"\n" for line in lines))
+    os.replace(tmp, path)
 
 
 def _first_failure(raw: dict[str, object], spec: LatentSpec,

@@ -9,7 +9,6 @@ the same layer protocol-A runs use (:class:`~memprobe_engine.orchestration.resum
 from __future__ import annotations
 
 import datetime as dt
-import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -36,7 +35,7 @@ from memprobe_engine.paradigms.realize import (
     select_specs,
     write_suite_files,
 )
-from memprobe_engine.paradigms.realize_recheck import accepted_calls, recheck_written
+from memprobe_engine.paradigms.realize_recheck import accepted_calls, recheck_written, replace_lines
 from memprobe_engine.paradigms.suite import FACT_TYPES_FILE, load_fact_types, load_specs
 
 
@@ -153,7 +152,5 @@ def withdraw_exclusions(out: Path, episode_ids: tuple[str, ...]) -> list[str]:
         else:
             kept.append(line)
     if withdrawn:
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_bytes(b"".join(line + b"\n" for line in kept))
-        os.replace(tmp, path)
+        replace_lines(path, kept)
     return withdrawn
