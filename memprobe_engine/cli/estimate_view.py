@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 from rich import box
 from rich.console import Console
@@ -14,7 +15,7 @@ from rich.table import Table
 from memprobe_engine.llm.config import LLMConfig
 from memprobe_engine.llm.pricing import Price, price_of
 from memprobe_engine.llm.rates import load_rates
-from memprobe_engine.recovery.estimate import CostEstimate, RoleEstimate, Span3
+from memprobe_engine.llm.usage_estimate import CostEstimate, RoleEstimate, Span3
 
 #: Actual use per role: (calls, prompt tokens, completion tokens).
 Actual = dict[str, tuple[int, int, int]]
@@ -47,7 +48,7 @@ def print_estimate(estimate: CostEstimate, llm_config: LLMConfig, prices: dict[s
     total = Span3()
     total_cost = Span3()
     seconds = Span3()
-    local_missing = False
+    local_missing: set[str] = set()
     used_rates: dict[str, str] = {}
     roles = list(estimate.roles)
     roles += [r for r in (actual or {}) if r not in roles]
@@ -67,7 +68,7 @@ def print_estimate(estimate: CostEstimate, llm_config: LLMConfig, prices: dict[s
         if spec.backend == "local":
             rates = load_rates(spec.model)
             if rates is None:
-                local_missing = True
+                local_missing.add(spec.model)
             else:
                 when = time.strftime("%Y-%m-%d %H:%M", time.localtime(rates.measured))
                 used_rates[rates.tier] = f"{rates.tier}: {rates.prompt_tok_s:.1f} prompt / {rates.gen_tok_s:.1f} " \
@@ -97,7 +98,9 @@ def print_estimate(estimate: CostEstimate, llm_config: LLMConfig, prices: dict[s
         console.print(f"embedded model at this machine's measured rates ({'; '.join(used_rates.values())} by "
                       f"memprobe doctor; one stream, no prefix reuse, so an upper figure for the cache-friendly "
                       f"embedded framing): {seconds.low / 60:,.1f}–{seconds.high / 60:,.1f} min "
-                      f"(~{seconds.expected / 60:,.1f})")
+                      f"(~{seconds.expected / 60:,.1f})"
+                      + (f"; not counted: {', '.join(sorted(local_missing))} (no measured rates; `memprobe doctor` "
+                         f"measures the default tier)" if local_missing else ""))
     elif local_missing:
         console.print("embedded model: no measured rates on this machine yet; `memprobe doctor` measures them "
                       "(then the dry run gives the wall time)")
@@ -123,29 +126,45 @@ def actual_use(recording: Path) -> Actual:
 
 
 def print_recording_cost(recording: Path, prices: dict[str, Price], console: Console) -> None:
-    """The estimate a protocol-A run's header describes, beside what the run used."""
+    """The estimate a run's header describes (protocol A or B), beside what the run used."""
     from memprobe_engine.errors import MemProbeError
     from memprobe_engine.events.header import read_header
     from memprobe_engine.llm.config import LLMConfig
     from memprobe_engine.llm.spec import parse_spec
-    from memprobe_engine.recovery.estimate import estimate_recovery, plan_from_config
 
     header = read_header(recording)
-    plan = plan_from_config(header.config)
     actual = actual_use(recording)
-    if plan is None:
-        if actual:
-            estimate = CostEstimate(roles={}, notes=[f"{recording}: no estimate (an imported run, or its sessions "
-                                                     f"folder is not here)"])
-        else:
+    try:
+        estimate = _header_estimate(recording, header.config)
+    except MemProbeError as err:
+        estimate = CostEstimate(roles={}, notes=[f"{recording}: no estimate ({err})"])
+    if estimate is None:
+        if not actual:
             return
-    else:
-        try:
-            estimate = estimate_recovery(plan)
-        except MemProbeError as err:
-            estimate = CostEstimate(roles={}, notes=[f"{recording}: no estimate ({err})"])
+        estimate = CostEstimate(roles={}, notes=[f"{recording}: no estimate (an imported run, or its sessions "
+                                                 f"folder is not here)"])
     roles = (header.config.get("models") or {}).get("models") or {}
     specs = {role: parse_spec(str(spec["spec"])) for role, spec in roles.items()
              if isinstance(spec, dict) and spec.get("spec")}
     console.print(f"[bold]{recording}[/]: tokens and cost per role")
     print_estimate(estimate, LLMConfig(models=specs), prices, console, actual=actual)
+
+
+def _header_estimate(recording: Path, config: dict[str, Any]) -> CostEstimate | None:
+    """The dry run's estimate of the job ``config`` describes; None when it describes none here."""
+    if config.get("suite") == "paradigms":
+        from memprobe_engine.paradigms.estimate import estimate_paradigms
+        from memprobe_engine.paradigms.estimate import plan_from_config as paradigm_plan
+
+        paradigms = paradigm_plan(config)
+        return estimate_paradigms(paradigms) if paradigms is not None else None
+    from memprobe_engine.recovery.estimate import estimate_recovery, plan_from_config
+    from memprobe_engine.recovery.outcome_shares import header_specs, measure_shares
+
+    plan = plan_from_config(config)
+    if plan is None:
+        return None
+    # Branch shares from the recordings beside it, never its own: the estimate the run could have had.
+    shares = measure_shares([recording.parent], header_specs(config), fixed_dialogues=plan.dialogues is not None,
+                            exclude=recording)
+    return estimate_recovery(plan, shares)

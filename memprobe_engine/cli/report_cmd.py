@@ -34,7 +34,7 @@ def report(
     scoring: Annotated[Optional[str], typer.Option(
         "--scoring", help="Protocol B: upstream (the run's own scores, the default mode), corrected, or both.")] = None,
     price: Annotated[Optional[list[str]], typer.Option(
-        "--price", help="Protocol A: ROLE=IN/OUT per million tokens to price each role's tokens (repeatable; "
+        "--price", help="ROLE=IN/OUT per million tokens to price each role's tokens (repeatable; "
                         "default=… prices every role).")] = None,
 ) -> None:
     """Print the paper's tables of a run: Tables 2, 3, 4, 13, 14 for protocol A; Tables 1, 2, 3, 5, 7
@@ -47,6 +47,7 @@ def report(
             from memprobe_engine.report.plots import paradigm_plots
 
             _say_plots(paradigm_plots(load_paradigm_frames(recordings).probes, plots), plots)
+        _print_costs(recordings, price)
         return
     names = parse_table_names(tables or "2,3,4,13,14")
     console = Console(width=WIDTH, highlight=False)
@@ -74,11 +75,17 @@ def report(
         from memprobe_engine.report.plots import recovery_plots
 
         _say_plots(recovery_plots(frames.scores, plots), plots)
+    _print_costs(recordings, price)
+
+
+def _print_costs(recordings: list[Path], price: list[str] | None) -> None:
+    """Tokens and cost per role of each recording, beside the estimate its header describes."""
     from memprobe_engine.cli.estimate_view import print_recording_cost
     from memprobe_engine.llm.pricing import load_prices
 
     prices = load_prices(None, price)
-    for recording in recordings:  # tokens and cost per role, beside the estimate the header describes
+    console = Console(width=WIDTH, highlight=False)
+    for recording in recordings:
         print_recording_cost(recording, prices, console)
 
 

@@ -132,9 +132,9 @@ def run(
     ray_workers: Annotated[int, typer.Option(help="--executor ray without --ray-address: worker processes of the "
                                              "local instance (units at once).")] = 2,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the resolved protocol (models, temperatures, "
-                                          "caps, k, policy; for paradigms units and calls) and stop; no model is "
-                                          "called and nothing is written. Protocol A adds the expected calls, "
-                                          "tokens, cost and embedded wall time per role.")] = False,
+                                          "caps, k, policy; for paradigms units and calls), the expected calls, "
+                                          "tokens, cost and embedded wall time per role, and stop; no model is "
+                                          "called and nothing is written.")] = False,
     price: Annotated[Optional[list[str]], typer.Option(
         "--price", help="With --dry-run: ROLE=IN/OUT, price per million prompt/completion tokens (default=… prices "
                         "every role; repeatable; or a [prices] table in --config).")] = None,
@@ -169,8 +169,15 @@ def run(
             paradigms=_csv(paradigms), limit=limit, ingest=ingest, k=k, session_k=session_k,
             reader_max_tokens=reader_max_tokens, embeddings=embeddings or "st:minilm"))
         llm_config = load_llm_config(config, os.environ, role_specs(model))  # a bad config fails here
-        if dry_run:  # units and calls only: no server is started, no recording written
+        if dry_run:  # units, calls and their expected tokens: no server is started, no recording written
+            from memprobe_engine.cli.estimate_view import print_estimate
+            from memprobe_engine.llm.pricing import load_prices
+            from memprobe_engine.paradigms.estimate import estimate_paradigms
+
             print_resolved(paradigm_protocol(paradigm, llm_config, record), console)
+            if needs_models(paradigm.systems):
+                print_estimate(estimate_paradigms(paradigm), llm_config, load_prices(config, price),
+                               Console(highlight=False))
             return
         if needs_models(paradigm.systems):
             check_specs(llm_config.models.values())  # before the recording pins a spec that cannot work
@@ -189,10 +196,14 @@ def run(
             from memprobe_engine.cli.estimate_view import print_estimate
             from memprobe_engine.llm.pricing import load_prices
             from memprobe_engine.recovery.estimate import estimate_recovery
+            from memprobe_engine.recovery.outcome_shares import header_specs, measure_shares
 
             shown = Console(highlight=False)
             print_resolved(recovery_protocol(recovery, llm_config), shown)
-            print_estimate(estimate_recovery(recovery), llm_config, load_prices(config, price), shown)
+            # Branch shares from earlier runs beside this one (same models), as docs/usage.md says.
+            shares = measure_shares([record.parent], header_specs({"models": llm_config.resolved()}),
+                                    fixed_dialogues=recovery.dialogues is not None, exclude=record)
+            print_estimate(estimate_recovery(recovery, shares), llm_config, load_prices(config, price), shown)
             return
         check_specs(llm_config.models.values())  # before the recording pins a spec that cannot work
         run_work = lambda hook: run_recovery(recovery, record, llm_config=llm_config, concurrency=concurrency,

@@ -31,6 +31,7 @@ library's ``search``, never the linked-neighbour search. Links are still built a
 from __future__ import annotations
 
 import copy
+from collections.abc import Sequence
 from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, Field, StringConstraints
@@ -48,6 +49,10 @@ EMPTY_CONTEXT = "General"
 PROMPT_CHARS = 3000
 #: Characters of a neighbour's content shown to the evolution call.
 NEIGHBOUR_CHARS = 500
+#: A note's written fields as a prompt shows them (a one-sentence context, 3–8 keywords and tags), and
+#: as its JSON line adds them (with id, timestamp, category, links): for estimates only.
+_NOTE_FIELDS_CHARS = 250
+_NOTE_JSON_CHARS = 450
 
 Label = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=60)]
 Sentence = Annotated[str, StringConstraints(strip_whitespace=True, max_length=400)]
@@ -122,6 +127,26 @@ class AMem:
     name: ClassVar[str] = "amem"
     description: ClassVar[str] = ("A-MEM: LLM-written notes (keywords, context, tags) linked to similar notes, "
                                   "whose neighbours evolve as new notes arrive; cosine top-k search.")
+
+    @classmethod
+    def expected_writes(cls, observations: Sequence[tuple[str, str]]) -> tuple[list[tuple[float, int]], list[float]]:
+        """For a dry run's estimate: the ``memory_writer`` calls observing ``observations`` ((kind, text)
+        in order) would make, as (prompt characters, reply cap), and the stored notes' sizes as the reader
+        sees them (one JSON line each). A construction call per stored unit; an evolution call per unit
+        after the first, its neighbours taken at the mean clipped size of the notes before it."""
+        calls: list[tuple[float, int]] = []
+        notes: list[float] = []
+        for kind, text in observations:
+            if kind == "assistant" or not text.strip():
+                continue
+            calls.append((len(NOTE_SYSTEM) + len("TEXT\n") + min(len(text), PROMPT_CHARS), 400))
+            if notes:
+                neighbours = min(NEIGHBOURS, len(notes))
+                clipped = sum(min(size, NEIGHBOUR_CHARS) for size in notes) / len(notes)
+                calls.append((len(EVOLVE_SYSTEM) + min(len(text), PROMPT_CHARS) + _NOTE_FIELDS_CHARS
+                              + neighbours * (clipped + _NOTE_FIELDS_CHARS), 900))
+            notes.append(len(text) + _NOTE_JSON_CHARS)
+        return calls, notes
 
     def __init__(self, services: MemoryServices) -> None:
         services.require("amem", chat=True, embedder=True)

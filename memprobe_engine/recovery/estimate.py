@@ -17,37 +17,33 @@ wherever their content is known before the run:
   **preference_judge** (one per assistant turn); the memory systems' own **memory_writer** calls
   (amem, mem0, memt…) are one to three per observation.
 
-Tokens are characters / 5.0 (low) to / 3.2 (high), 3.8 expected — the span of the ratios measured on
-recorded calls of the embedded model and of an OpenAI tokenizer on English prose. The expected value
-takes the outcome shares of the recovery release (``EXPECTED``: how often a fill is "unknown", a
-case recovered, a task could invite, a value was disclosed); the range holds whatever the models do.
+Tokens are characters / 3.8 expected (``llm/usage_estimate.py``). The expected number of judge and
+attribution calls follows the runner's branches — a fill that is "unknown" goes to no judge, a case
+scored ≥ 0.75 is not attributed, stage 1 runs only where stage 0 said the task can invite the
+evidence, stage 2 only where stage 1 found it not disclosed — with each branch's share measured on
+earlier recordings made with the same models (:mod:`.outcome_shares`; one half when none is
+measured). The range holds whatever the models do: no judge or attribution call beyond stage 0 (low)
+to every stage for every case (high).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from memprobe_engine.llm.usage_estimate import CostEstimate, answer_tokens
 from memprobe_engine.recovery import prompts, prompts_embedded
 from memprobe_engine.recovery.input_rules import CATEGORY_GUIDE
 from memprobe_engine.recovery.inputs import BankEntry, load_users
+from memprobe_engine.recovery.outcome_shares import OutcomeShares
 from memprobe_engine.recovery.scoring import RETRIEVE_K
 from memprobe_engine.recovery.unit import tasks_for
 
 if TYPE_CHECKING:
     from memprobe_engine.recovery.runner import RecoveryPlan
 
-CHARS_PER_TOKEN = {"low": 5.0, "expected": 3.8, "high": 3.2}
-#: Outcome shares of the recovery release (its 558 scored cases of the two-user sample, all systems
-#: with memory): fills that are "unknown", cases recovered (≥ 0.75), tasks that can invite the
-#: evidence (stage 0), values disclosed in the dialogue (stage 1).
-EXPECTED = {"unknown_fill": 0.12, "recovered": 0.40, "can_invite": 0.98, "disclosed": 0.92}
-#: Completion tokens of one structured answer when the reply cap does not bind (measured median-ish
-#: replies of the embedded judge roles: 35–90 tokens).
-ANSWER_TOKENS = (25, 60)
 #: A label the slot-filler writes (the judge's prompt holds it).
 _LABEL = "prefers short, structured step-by-step plans with clear checklists"
 #: Writing systems' store size against the verbatim store (notes are shorter or carry extra fields).
@@ -59,58 +55,8 @@ _NO_MEMORY = frozenset({"nomem"})
 _VERBATIM = frozenset({"longctx_full"})
 
 
-@dataclass
-class Span3:
-    """A low / expected / high triple."""
-
-    low: float = 0.0
-    expected: float = 0.0
-    high: float = 0.0
-
-    def add(self, low: float, expected: float, high: float) -> None:
-        self.low += low
-        self.expected += expected
-        self.high += high
-
-    def scaled(self, calls: Span3) -> Span3:
-        return Span3(self.low * calls.low, self.expected * calls.expected, self.high * calls.high)
-
-
-@dataclass
-class RoleEstimate:
-    role: str
-    calls: Span3 = field(default_factory=Span3)
-    prompt_tokens: Span3 = field(default_factory=Span3)
-    completion_tokens: Span3 = field(default_factory=Span3)
-
-    def add_calls(self, calls: tuple[float, float, float], prompt_chars: tuple[float, float, float],
-                  completion: tuple[float, float, float]) -> None:
-        """``calls`` calls of ``prompt_chars`` characters each (low/expected/high) and ``completion``
-        tokens each."""
-        self.calls.add(*calls)
-        self.prompt_tokens.add(calls[0] * prompt_chars[0] / CHARS_PER_TOKEN["low"],
-                               calls[1] * prompt_chars[1] / CHARS_PER_TOKEN["expected"],
-                               calls[2] * prompt_chars[2] / CHARS_PER_TOKEN["high"])
-        self.completion_tokens.add(calls[0] * completion[0], calls[1] * completion[1], calls[2] * completion[2])
-
-
-@dataclass
-class CostEstimate:
-    roles: dict[str, RoleEstimate]
-    notes: list[str] = field(default_factory=list)
-
-    def role(self, name: str) -> RoleEstimate:
-        return self.roles.setdefault(name, RoleEstimate(name))
-
-
 def _chars(messages: Sequence[Any]) -> int:
     return sum(len(m.content) for m in messages)
-
-
-def _answer_tokens(cap: int | None) -> tuple[float, float, float]:
-    low, typical = ANSWER_TOKENS
-    high = cap if cap is not None else 4 * typical
-    return low, min(typical, high), high
 
 
 def _verbatim_store(turns: Sequence[tuple[int, int, str, str]]) -> list[dict[str, Any]]:
@@ -131,8 +77,9 @@ def _store_json_chars(items: Sequence[dict[str, Any]]) -> int:
     return len(orjson.dumps(list(items), option=orjson.OPT_INDENT_2))
 
 
-def estimate_recovery(plan: RecoveryPlan) -> CostEstimate:
-    """The calls and tokens per role a run of ``plan`` is expected to need (see the module docstring)."""
+def estimate_recovery(plan: RecoveryPlan, shares: OutcomeShares | None = None) -> CostEstimate:
+    """The calls and tokens per role a run of ``plan`` is expected to need (see the module docstring);
+    ``shares``: the branch shares measured on earlier recordings (none: one half each)."""
     from memprobe_engine.memory.registry import system_needs
     from memprobe_engine.recovery.fixed_dialogues import load_dialogues
 
@@ -141,8 +88,8 @@ def estimate_recovery(plan: RecoveryPlan) -> CostEstimate:
     users = load_users(plan.sessions_dir, plan.users)
     dialogues = load_dialogues(plan.dialogues) if plan.dialogues is not None else None
     estimate = CostEstimate(roles={})
-    judge_answer = _answer_tokens(s.judge_max_tokens)
-    memory_systems = [name for name in plan.systems if name not in _NO_MEMORY]
+    shares = shares if shares is not None else OutcomeShares()
+    judge_answer = answer_tokens(s.judge_max_tokens)
     writers = [name for name in plan.systems if "memory_writer" in system_needs(name).model_roles]
     for user in users:
         tasks = tasks_for(user, plan.dimensions)
@@ -175,7 +122,7 @@ def estimate_recovery(plan: RecoveryPlan) -> CostEstimate:
             entry = entries[dimension]
             shell = _chars(built.slot_fill_messages(entry.dimension, entry.category, CATEGORY_GUIDE[entry.category],
                                                     "[]"))
-            _score_dimension(estimate, plan, built, entry, shell, store, histories[dimension], memory_systems,
+            _score_dimension(estimate, plan, built, entry, shell, store, histories[dimension], shares,
                              judge_answer, [t.task for t in tasks if t.dimension == dimension][0])
         if writers:
             # Observations: the known turns of fixed dialogues, else 1 turn to the cap per live task.
@@ -185,7 +132,8 @@ def estimate_recovery(plan: RecoveryPlan) -> CostEstimate:
             for _ in writers:
                 estimate.role("memory_writer").add_calls(
                     (seen[0], 2 * seen[1], 3 * seen[2]), (1500 + chars, 3000 + chars, 6000 + chars),
-                    _answer_tokens(None))
+                    answer_tokens(None))
+    estimate.notes.append(shares.describe(plan.systems))
     if dialogues is None:
         estimate.notes.append("live rollout: dialogue lengths are not known before the run (1 turn to the cap "
                               "per task), so agent, simulator and attribution ranges are wide")
@@ -196,20 +144,23 @@ def estimate_recovery(plan: RecoveryPlan) -> CostEstimate:
 
 
 def _score_dimension(estimate: CostEstimate, plan: RecoveryPlan, built: Any, entry: BankEntry, shell: int,
-                     store: list[dict[str, Any]], history: tuple[float, float, float], memory_systems: list[str],
+                     store: list[dict[str, Any]], history: tuple[float, float, float], shares: OutcomeShares,
                      judge_answer: tuple[float, float, float], task_text: str) -> None:
-    """Slot-fill, judge and attribution of one (user, dimension) over every system and mode."""
+    """Slot-fill, judge and attribution of one (user, dimension) over every system and mode, as
+    ``unit.run_unit`` and ``attribution.attribute`` branch."""
     s = plan.settings
     full = _store_json_chars(store) if store else None
     sizes = sorted(_store_json_chars([item]) for item in store)
     judge_chars = float(_chars(built.judge_messages(entry, _LABEL)))
-    below = 0.0  # expected cases scored below 0.75 (they need attribution)
+    below = 0.0  # expected cases scored below 0.75 (each is attributed)
     below_high = 0
+    all_recovered = 1.0  # the chance that no case of this dimension needs attribution
     for system in plan.systems:
         for mode in plan.modes:
-            if system in _NO_MEMORY:
+            if system in _NO_MEMORY:  # an empty memory fills "unknown": scored 0 without a call
                 below += 1
                 below_high += 1
+                all_recovered = 0.0
                 continue
             if mode == "dump_all":
                 base = (full, full, full) if full is not None else (500.0, 3000.0, 40_000.0)
@@ -220,23 +171,29 @@ def _score_dimension(estimate: CostEstimate, plan: RecoveryPlan, built: Any, ent
             if system not in _VERBATIM:
                 base = (base[0] * _WRITER_STORE[0], base[1] * _WRITER_STORE[1], base[2] * _WRITER_STORE[2])
             chars = (shell + base[0], shell + base[1], shell + base[2])
-            estimate.role("slot_filler").add_calls((0, 1, 1), chars, _answer_tokens(s.judge_max_tokens))
-            estimate.role("recovery_judge").add_calls((0, 1 - EXPECTED["unknown_fill"], 1),
+            estimate.role("slot_filler").add_calls((0, 1, 1), chars, answer_tokens(s.judge_max_tokens))
+            estimate.role("recovery_judge").add_calls((0, shares.of_system(shares.judged, system).share, 1),
                                                       (judge_chars,) * 3, judge_answer)
-            below += 1 - EXPECTED["recovered"]
+            recovered = shares.of_system(shares.recovered, system).share
+            below += 1 - recovered
             below_high += 1
+            all_recovered *= recovered
+    # Stage 0: once per (user, dimension) when any case failed (shared by systems and modes).
     attribution = estimate.role("attribution_judge")
     stage0_chars = float(_chars(built.task_design_messages(task_text, entry)))
-    stage0 = (1.0 if any(s in _NO_MEMORY for s in plan.systems) else 0.0, 1.0 if below else 0.0, 1.0)
+    stage0 = (1.0 if any(name in _NO_MEMORY for name in plan.systems) else 0.0, 1 - all_recovered,
+              1.0 if below_high else 0.0)
     attribution.add_calls(stage0, (stage0_chars,) * 3, judge_answer)
+    # Stages 1 and 2 read the task's dialogue, per failed case: stage 1 when the task can invite the
+    # evidence, stage 2 when stage 1 found it not disclosed.
     history_turns = [("user", "x" * int(history[1]))]
-    stage_chars = float(_chars(built.disclosure_messages(task_text, history_turns, entry)))
-    invited = below * EXPECTED["can_invite"]
-    attribution.add_calls((0, invited, below_high), (stage_chars - history[1] + history[0], stage_chars,
-                                                     stage_chars - history[1] + history[2]), judge_answer)
-    attribution.add_calls((0, invited * (1 - EXPECTED["disclosed"]), below_high),
-                          (stage_chars - history[1] + history[0], stage_chars, stage_chars - history[1] + history[2]),
-                          judge_answer)
+    for stage_messages, share in ((built.disclosure_messages, shares.can_invite.share),
+                                  (built.elicitation_messages,
+                                   shares.can_invite.share * (1 - shares.disclosed.share))):
+        stage_chars = float(_chars(stage_messages(task_text, history_turns, entry)))
+        attribution.add_calls((0, below * share, below_high),
+                              (stage_chars - history[1] + history[0], stage_chars,
+                               stage_chars - history[1] + history[2]), judge_answer)
 
 
 def _live_roles(estimate: CostEstimate, plan: RecoveryPlan, user_id: str, task_chars: int) -> None:
@@ -248,13 +205,13 @@ def _live_roles(estimate: CostEstimate, plan: RecoveryPlan, user_id: str, task_c
     for system in plan.systems:
         del system
         estimate.role("agent").add_calls(turns, (2000 + task_chars, 4000 + 4 * mid, 8000 + 2 * s.max_turns * high),
-                                         _answer_tokens(s.agent_max_tokens))
+                                         answer_tokens(s.agent_max_tokens))
         estimate.role("simulator").add_calls(turns, (6000 + task_chars, 12_000 + 4 * mid,
                                                      20_000 + 2 * s.max_turns * high),
-                                             _answer_tokens(s.simulator_max_tokens))
+                                             answer_tokens(s.simulator_max_tokens))
         if s.preference_judge:
             estimate.role("preference_judge").add_calls(turns, (2000 + low, 3000 + mid, 4000 + high),
-                                                        _answer_tokens(s.preference_judge_cap))
+                                                        answer_tokens(s.preference_judge_cap))
 
 
 def plan_from_config(config: dict[str, Any]) -> RecoveryPlan | None:
