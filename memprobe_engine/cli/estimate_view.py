@@ -166,5 +166,5 @@ def _header_estimate(recording: Path, config: dict[str, Any]) -> CostEstimate | 
         return None
     # Branch shares from the recordings beside it, never its own: the estimate the run could have had.
     shares = measure_shares([recording.parent], header_specs(config), fixed_dialogues=plan.dialogues is not None,
-                            exclude=recording)
+                            framing=plan.settings.framing, exclude=recording)
     return estimate_recovery(plan, shares)

@@ -202,7 +202,8 @@ def run(
             print_resolved(recovery_protocol(recovery, llm_config), shown)
             # Branch shares from earlier runs beside this one (same models), as docs/usage.md says.
             shares = measure_shares([record.parent], header_specs({"models": llm_config.resolved()}),
-                                    fixed_dialogues=recovery.dialogues is not None, exclude=record)
+                                    fixed_dialogues=recovery.dialogues is not None,
+                                    framing=recovery.settings.framing, exclude=record)
             print_estimate(estimate_recovery(recovery, shares), llm_config, load_prices(config, price), shown)
             return
         check_specs(llm_config.models.values())  # before the recording pins a spec that cannot work

@@ -36,7 +36,7 @@ import orjson
 from memprobe_engine.llm.usage_estimate import CostEstimate, answer_tokens
 from memprobe_engine.recovery import prompts, prompts_embedded
 from memprobe_engine.recovery.input_rules import CATEGORY_GUIDE
-from memprobe_engine.recovery.inputs import BankEntry, load_users
+from memprobe_engine.recovery.inputs import BankEntry, SimUser, load_users
 from memprobe_engine.recovery.outcome_shares import OutcomeShares
 from memprobe_engine.recovery.scoring import RETRIEVE_K
 from memprobe_engine.recovery.unit import tasks_for
@@ -114,9 +114,10 @@ def estimate_recovery(plan: RecoveryPlan, shares: OutcomeShares | None = None) -
                 histories[task.dimension] = (chars, chars, chars)
             else:
                 low, mid, high = _LIVE_MESSAGE_CHARS
-                histories[task.dimension] = (2 * low + len(task.task), 4 * mid + len(task.task),
+                expected_turns = sum(shares.expected_turns(s.max_turns))
+                histories[task.dimension] = (2 * low + len(task.task), 2 * expected_turns * mid + len(task.task),
                                              2 * s.max_turns * high + len(task.task))
-                _live_roles(estimate, plan, user.user_id, len(task.task))
+                _live_roles(estimate, plan, user, task.task, index, shares.expected_turns(s.max_turns))
         store = _verbatim_store(turns) if turns else []
         for dimension in [t.dimension for t in tasks]:
             entry = entries[dimension]
@@ -127,16 +128,18 @@ def estimate_recovery(plan: RecoveryPlan, shares: OutcomeShares | None = None) -
         if writers:
             # Observations: the known turns of fixed dialogues, else 1 turn to the cap per live task.
             seen = (float(len(turns)),) * 3 if turns else \
-                (2.0 * len(tasks), (2.0 * min(3, s.max_turns) + 1) * len(tasks), (2.0 * s.max_turns + 1) * len(tasks))
+                (2.0 * len(tasks), (2.0 * sum(shares.expected_turns(s.max_turns)) + 1) * len(tasks),
+                 (2.0 * s.max_turns + 1) * len(tasks))
             chars = float(sum(len(t[3]) for t in turns)) / max(1, len(turns)) if turns else 500.0
             for _ in writers:
                 estimate.role("memory_writer").add_calls(
                     (seen[0], 2 * seen[1], 3 * seen[2]), (1500 + chars, 3000 + chars, 6000 + chars),
                     answer_tokens(None))
-    estimate.notes.append(shares.describe(plan.systems))
+    estimate.notes.append(shares.describe(plan.systems, live=dialogues is None))
     if dialogues is None:
         estimate.notes.append("live rollout: dialogue lengths are not known before the run (1 turn to the cap "
-                              "per task), so agent, simulator and attribution ranges are wide")
+                              "per task, messages of 150–1,500 characters), so agent, simulator and attribution "
+                              "ranges are wide")
     if any(name not in _VERBATIM | _NO_MEMORY for name in plan.systems):
         estimate.notes.append("systems that write their own notes: store size taken as 0.3×–1.5× of the verbatim "
                               "turns")
@@ -196,22 +199,55 @@ def _score_dimension(estimate: CostEstimate, plan: RecoveryPlan, built: Any, ent
                                stage_chars - history[1] + history[2]), judge_answer)
 
 
-def _live_roles(estimate: CostEstimate, plan: RecoveryPlan, user_id: str, task_chars: int) -> None:
-    """Agent, simulator and preference-judge calls of one live task (1 turn to the turn cap)."""
-    del user_id
+def _live_roles(estimate: CostEstimate, plan: RecoveryPlan, user: SimUser, task_text: str, task_index: int,
+                reach: list[float]) -> None:
+    """Agent, simulator and preference-judge calls of one live task, for every system, each prompt the
+    real one (``rollout.run_episode``'s) around placeholder messages: 1 turn of short messages (low),
+    each turn weighted by the chance ``reach`` that the episode gets there, with mid-sized messages
+    (expected), the turn cap of long ones (high)."""
     s = plan.settings
-    low, mid, high = _LIVE_MESSAGE_CHARS
-    turns = (1.0, min(3.0, s.max_turns), float(s.max_turns))
+    built = prompts_embedded if s.framing == "embedded" else prompts
+    preferences = [e for e in user.bank.entries if e.category == "assistance_preference"]
+    scenarios = [([1.0], _LIVE_MESSAGE_CHARS[0]), (reach, _LIVE_MESSAGE_CHARS[1]),
+                 ([1.0] * s.max_turns, _LIVE_MESSAGE_CHARS[2])]
+    calls = (1.0, sum(reach), float(s.max_turns))
     for system in plan.systems:
-        del system
-        estimate.role("agent").add_calls(turns, (2000 + task_chars, 4000 + 4 * mid, 8000 + 2 * s.max_turns * high),
-                                         answer_tokens(s.agent_max_tokens))
-        estimate.role("simulator").add_calls(turns, (6000 + task_chars, 12_000 + 4 * mid,
-                                                     20_000 + 2 * s.max_turns * high),
+        agent: list[float] = []
+        simulator: list[float] = []
+        judge: list[float] = []
+        for weights, size in scenarios:
+            reply = "x" * int(min(size, 4 * s.agent_max_tokens) if s.agent_max_tokens else size)
+            answer = "x" * int(min(size, 4 * s.simulator_max_tokens) if s.simulator_max_tokens else size)
+            turns = sum(weights)
+            # What the memory shows the assistant: nothing (nomem), every earlier task verbatim
+            # (longctx_full), else up to agent_k items of a message's size.
+            if system in _NO_MEMORY:
+                memory, prior = "", []
+            elif system in _VERBATIM:
+                memory = ""
+                prior = ([("user", task_text)] + [("assistant", reply), ("user", answer)] * round(turns)) * task_index
+            else:
+                memory, prior = "\n".join(["• " + answer] * min(s.agent_k, round(task_index * turns) + 1)), []
+            history: list[tuple[str, str]] = [("user", task_text)]
+            agent_chars = sim_chars = 0.0
+            for weight in weights:
+                agent_chars += weight * _chars(prompts.agent_messages(memory, history, prior))
+                history.append(("assistant", reply))
+                sim_chars += weight * _chars(built.simulator_messages(user, task_text, history))
+                history.append(("user", answer))
+            agent.append(agent_chars)
+            simulator.append(sim_chars)
+            judge.append(turns * float(_chars(prompts.preference_messages(preferences, task_text, reply))))
+        estimate.role("agent").add_calls(calls, _per_call(agent, calls), answer_tokens(s.agent_max_tokens))
+        estimate.role("simulator").add_calls(calls, _per_call(simulator, calls),
                                              answer_tokens(s.simulator_max_tokens))
-        if s.preference_judge:
-            estimate.role("preference_judge").add_calls(turns, (2000 + low, 3000 + mid, 4000 + high),
+        if s.preference_judge and preferences:
+            estimate.role("preference_judge").add_calls(calls, _per_call(judge, calls),
                                                         answer_tokens(s.preference_judge_cap))
+
+
+def _per_call(totals: list[float], calls: tuple[float, float, float]) -> tuple[float, float, float]:
+    return totals[0] / calls[0], totals[1] / calls[1], totals[2] / calls[2]
 
 
 def plan_from_config(config: dict[str, Any]) -> RecoveryPlan | None:

@@ -6,7 +6,9 @@ attribution there; a value disclosed in the dialogue (stage 1) skips stage 2. Th
 expected calls take each branch's share from the recordings beside the new one that were made with
 the same model for the role that decides it: the slot-filler and recovery judge for the first two
 (and the same feed, fixed dialogues or a live rollout, since a short live dialogue reveals less), the
-attribution judge for the stages (stage 1 also on the same feed). Each share is the recovery
+attribution judge for the stages (stage 1 also on the same feed). A live rollout adds one more: the
+simulator's reply that ends the episode ("satisfied"), from live runs with the same simulator and
+framing; it sets how many turns an episode is expected to last. Each share is the recovery
 release's share (``RELEASE``, measured on the paper's own runs) as a prior worth
 :data:`PRIOR_WEIGHT` cases, updated by the ``k`` of ``n`` cases measured: (k + w·p) / (n + w). With
 nothing measured it is the release's share; with many cases it is the measured one.
@@ -24,6 +26,9 @@ from memprobe_engine.recovery.schemas import OK_THRESHOLD
 #: memory): fills judged (not "unknown"), cases recovered (≥ 0.75), stage-0 "can invite", stage-1
 #: "disclosed".
 RELEASE = {"judged": 0.88, "recovered": 0.40, "can_invite": 0.98, "disclosed": 0.92}
+#: The simulator's chance of ending an episode at each turn before anything is measured: one in three
+#: (about three turns when the cap does not bind; the release publishes no such share).
+SATISFIED_PRIOR = 1 / 3
 #: How many measured cases the release's share is worth.
 PRIOR_WEIGHT = 2.0
 #: At most this many recordings are read (the newest), so a large folder keeps the dry run quick.
@@ -65,6 +70,8 @@ class OutcomeShares:
     can_invite: Tally = field(default_factory=lambda: Tally(RELEASE["can_invite"]))
     #: Stage-1 verdicts that were "disclosed".
     disclosed: Tally = field(default_factory=lambda: Tally(RELEASE["disclosed"]))
+    #: Simulated-user replies (live runs) that ended the episode as satisfied.
+    satisfied: Tally = field(default_factory=lambda: Tally(SATISFIED_PRIOR))
     #: The model specs the recordings were matched on (role → spec); empty when nothing was read.
     specs: dict[str, str] = field(default_factory=dict)
 
@@ -80,12 +87,20 @@ class OutcomeShares:
             pooled.recordings |= tally.recordings
         return pooled
 
-    def describe(self, systems: Sequence[str]) -> str:
+    def expected_turns(self, cap: int) -> list[float]:
+        """The chance that an episode reaches each turn 1..cap: the simulator ends it at each turn with
+        the satisfied share."""
+        keep = 1 - self.satisfied.share
+        return [keep ** (turn - 1) for turn in range(1, cap + 1)]
+
+    def describe(self, systems: Sequence[str], live: bool = False) -> str:
         """Where the shares came from, for the dry run's notes."""
         memory = [s for s in systems if s != _NO_MEMORY]
         parts = [f"{system} judged {self.of_system(self.judged, system).describe()}, recovered {self.of_system(self.recovered, system).describe()}" for system in memory]
         parts += [f"stage 0 can invite {self.can_invite.describe()}", f"stage 1 disclosed {self.disclosed.describe()}"]
-        sources = set(self.can_invite.recordings) | self.disclosed.recordings
+        if live:
+            parts.append(f"simulator satisfied per turn {self.satisfied.describe()}")
+        sources = set(self.can_invite.recordings) | self.disclosed.recordings | self.satisfied.recordings
         for table in (self.recovered, self.judged):
             for tally in table.values():
                 sources |= tally.recordings
@@ -135,10 +150,11 @@ def candidate_recordings(folders: Iterable[Path], exclude: Path | None = None) -
     return sorted(found, key=lambda path: -found[path])[:MAX_RECORDINGS]
 
 
-def measure_shares(folders: Iterable[Path], specs: dict[str, str], fixed_dialogues: bool,
+def measure_shares(folders: Iterable[Path], specs: dict[str, str], fixed_dialogues: bool, framing: str = "release",
                    exclude: Path | None = None) -> OutcomeShares:
     """Branch shares over the protocol-A runs in ``folders`` whose deciding role had the same model
-    spec as ``specs`` gives it now (and the same feed where it matters: ``fixed_dialogues``); imports,
+    spec as ``specs`` gives it now (and the same feed where it matters: ``fixed_dialogues``; for the
+simulator also the same ``framing``); imports,
     other protocols and unreadable recordings are skipped."""
     from memprobe_engine.errors import MemProbeError
     from memprobe_engine.events.header import read_header
@@ -153,18 +169,23 @@ def measure_shares(folders: Iterable[Path], specs: dict[str, str], fixed_dialogu
         if config.get("suite") != "recovery" or config.get("source"):
             continue
         same_feed = isinstance(config.get("dialogues"), dict) == fixed_dialogues
+        voice = not fixed_dialogues and same_feed and (config.get("framing") or "release") == framing and \
+            _spec(config, "simulator") == specs.get("simulator")
         fills = same_feed and _spec(config, "slot_filler") == specs.get("slot_filler")
         scores = fills and _spec(config, "recovery_judge") == specs.get("recovery_judge")
         stages = _spec(config, "attribution_judge") == specs.get("attribution_judge")
-        if not (fills or stages):
+        if not (fills or stages or voice):
             continue
         name = recording.name
         try:
             with open_recording(recording) as reader:
-                for event in reader.iter_events(kinds=["judge_score", "attribution_stage"]):
+                for event in reader.iter_events(kinds=["judge_score", "attribution_stage", "message"]):
                     if event.layer is not None or event.system is None:
                         continue
-                    if event.kind == "judge_score" and fills and event.system != _NO_MEMORY \
+                    if event.kind == "message":
+                        if voice and event.role == "user" and event.turn and event.is_done is not None:
+                            shares.satisfied.count(event.is_done, name)
+                    elif event.kind == "judge_score" and fills and event.system != _NO_MEMORY \
                             and event.rescore_of is None:
                         shares.judged.setdefault(event.system, Tally(RELEASE["judged"])).count(event.call_seq is not None, name)
                         if scores and event.score is not None:

@@ -39,12 +39,11 @@ def _estimate_of(recording: Path, *, leave_out: bool = True) -> CostEstimate:
     return estimate_recovery(plan, shares)
 
 
-#: The roles whose calls follow the scoring branches, per recording. The live run's slot-filler is left
-#: out: its recording holds a resumed unit's repeated calls (3 slot-fills again, from the cache), which no
-#: estimate of a fresh run counts; its agent, simulator and preference-judge prompt sizes are still generic
-#: guesses (the agent's far above the embedded framing's ~100-token prompts).
+#: The roles checked per recording. The live run's slot-filler is left out: its recording holds a
+#: resumed unit's repeated calls (3 slot-fills again, from the cache), which no estimate of a fresh run
+#: counts.
 SCORING_ROLES = {DEMO: ("slot_filler", "recovery_judge", "attribution_judge"),
-                 LIVE: ("recovery_judge", "attribution_judge")}
+                 LIVE: ("agent", "simulator", "preference_judge", "recovery_judge", "attribution_judge")}
 
 
 @pytest.mark.parametrize("recording", [DEMO, LIVE], ids=["make-demo", "live-quick"])
@@ -90,9 +89,23 @@ def test_branch_shares_are_counted_from_the_recordings_with_the_same_models() ->
     assert shares.can_invite.recordings == {DEMO.name, LIVE.name}
     # Recovery is counted on the same feed only (fixed dialogues): longctx_full 3 of 6 at >= 0.75.
     assert (shares.recovered["longctx_full"].hits, shares.recovered["longctx_full"].seen) == (3, 6)
+    live = measure_shares([RECORDINGS], header_specs(read_header(LIVE).config), fixed_dialogues=False)
+    # The simulator ended 11 of its 12 replies' episodes as satisfied (so episodes last ~1.2 turns).
+    assert (live.satisfied.hits, live.satisfied.seen) == (11, 12)
+    keep = 1 - (11 + 2 / 3) / (12 + 2)  # the prior of 1/3 worth two replies
+    assert sum(live.expected_turns(3)) == pytest.approx(1 + keep + keep ** 2)
     other = measure_shares([RECORDINGS], {**header_specs(config), "attribution_judge": "openai:gpt-4o"},
                            fixed_dialogues=True)
     assert other.can_invite.seen == 0 and other.can_invite.share == pytest.approx(0.98)
+
+
+def test_the_live_quick_runs_estimate_is_near_what_it_used(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The live job, estimated without its own recording (no other live run is shipped, so its turns
+    come from the prior): 99,258 tokens expected vs 85,513 used (+16 %)."""
+    monkeypatch.chdir(ROOT)
+    expected = _estimate_of(LIVE).tokens.expected
+    used = sum(p + c for _, p, c in actual_use(LIVE).values())
+    assert abs(expected / used - 1) < 0.30, (expected, used)
 
 
 def test_attribution_calls_follow_the_runners_branches(monkeypatch: pytest.MonkeyPatch) -> None:
