@@ -14,8 +14,9 @@ wherever their content is known before the run:
   systems and modes), stage 1 when the task could invite the evidence, stage 2 when it was not
   disclosed; stages 1 and 2 read the task's dialogue.
 * a live rollout adds **agent**, **simulator** (1 to the turn cap per task) and, when on, the
-  **preference_judge** (one per assistant turn); the memory systems' own **memory_writer** calls
-  (amem, mem0, memt…) are one to three per observation.
+  **preference_judge** (one per assistant turn); the memory systems' own **memory_writer** calls are
+  the system's ``expected_writes`` over a fixed dialogue's turns where it declares them (amem), else
+  one to three per observation (mem0, memt…).
 
 Tokens are characters / 3.8 expected (``llm/usage_estimate.py``). The expected number of judge and
 attribution calls follows the runner's branches — a fill that is "unknown" goes to no judge, a case
@@ -80,7 +81,7 @@ def _store_json_chars(items: Sequence[dict[str, Any]]) -> int:
 def estimate_recovery(plan: RecoveryPlan, shares: OutcomeShares | None = None) -> CostEstimate:
     """The calls and tokens per role a run of ``plan`` is expected to need (see the module docstring);
     ``shares``: the branch shares measured on earlier recordings (none: one half each)."""
-    from memprobe_engine.memory.registry import system_needs
+    from memprobe_engine.memory.registry import load_system_class, system_needs
     from memprobe_engine.recovery.fixed_dialogues import load_dialogues
 
     s = plan.settings
@@ -131,7 +132,13 @@ def estimate_recovery(plan: RecoveryPlan, shares: OutcomeShares | None = None) -
                 (2.0 * len(tasks), (2.0 * sum(shares.expected_turns(s.max_turns)) + 1) * len(tasks),
                  (2.0 * s.max_turns + 1) * len(tasks))
             chars = float(sum(len(t[3]) for t in turns)) / max(1, len(turns)) if turns else 500.0
-            for _ in writers:
+            for name in writers:
+                expected_writes = getattr(load_system_class(name), "expected_writes", None)
+                if turns and expected_writes is not None:  # the system's own calls over the known turns
+                    calls, _ = expected_writes([(kind, text) for _, _, kind, text in turns])
+                    for prompt_chars, cap in calls:
+                        estimate.role("memory_writer").add_calls((1, 1, 1), (prompt_chars,) * 3, answer_tokens(cap))
+                    continue
                 estimate.role("memory_writer").add_calls(
                     (seen[0], 2 * seen[1], 3 * seen[2]), (1500 + chars, 3000 + chars, 6000 + chars),
                     answer_tokens(None))
