@@ -86,6 +86,10 @@ full screen with z. Esc returns to the transcript at the turn shown here.
         self.search = ""
         self.changes_only = False
         self.history: dict[str, list[Any]] = {}
+        #: What the detail pane shows now (view, row key, history known, note): a stepping key
+        #: highlights rows several times (the table refilled, the cursor placed), and each detail
+        #: written costs a render of the pane.
+        self._detail_shown: tuple[object, ...] | None = None
 
     def compose(self) -> ComposeResult:
         yield from self.compose_top()
@@ -141,6 +145,7 @@ full screen with z. Esc returns to the transcript at the turn shown here.
             self.query_one(StoreTable).show([], None)
             self.set_title(f"{self.system} store · {self.user_id} · after seq {self.seqs[1]} · cannot be rebuilt")
             self.query_one("#info", Static).update(f"⚠ {why}")
+            self._detail_shown = None
             self.query_one(DetailLog).show(["n/p step to another turn; an earlier point may still rebuild."])
         elif message.what == "history":
             item_id, events = message.data
@@ -200,16 +205,27 @@ full screen with z. Esc returns to the transcript at the turn shown here.
         if self.view is None or key is None:
             empty = "(no item matches the search or filter)" if self.search or self.group or self.changes_only \
                 else "(no items)"
-            self.query_one(DetailLog).show([empty] if self.view else [])
+            if not self._showing(empty):
+                self._detail_shown = (self.view, empty)
+                self.query_one(DetailLog).show([empty] if self.view else [])
             return
         deleted = key.startswith("-")
         item_id = key[1:] if deleted else key
-        row = next((r for r in self.view.rows if r.item_id == item_id and (r.mark == "-") == deleted), None)
         history = self.history.get(item_id)
+        if self._showing(key, history is not None):
+            return
+        self._detail_shown = (self.view, key, history is not None)
+        row = next((r for r in self.view.rows if r.item_id == item_id and (r.mark == "-") == deleted), None)
         self.query_one(DetailLog).show(item_detail(item_id, row.item if row else None, row.mark if row else " ", history,
                                                    row.before if row else None, self.label))
         if history is None:
             self._load_history(item_id, self.view.after_seq)
+
+    def _showing(self, *what: object) -> bool:
+        """Whether the detail pane already shows ``what`` of the current view (the view by identity:
+        comparing two views by value would walk every item)."""
+        shown = self._detail_shown
+        return shown is not None and shown[0] is self.view and shown[1:] == what
 
     @on(DataTable.RowHighlighted)
     def _row(self, event: DataTable.RowHighlighted) -> None:

@@ -21,4 +21,6 @@ class TitleBar(Static):
     """
 
     def set(self, text: str | Text) -> None:
-        self.update(text)
+        # One line at the full width whatever it says: no layout of the screen (a stepping key
+        # changes the title every time, and a layout re-renders every widget of the screen).
+        self.update(text, layout=False)
