@@ -181,7 +181,7 @@ before/after.
 
     def _draw_session(self, detail: SessionDetail) -> None:
         self.query_one("#dialogue", DetailLog).show(session_lines(detail))
-        self.query_one("#store-summary", Static).update(store_summary(detail))
+        self.query_one("#store-summary", Static).update(store_summary(detail), layout=False)  # one row
         view = detail.store
         self.query_one(StoreDiffTable).show(view.rows if view else [], view.groups()[0] if view else None)
 
@@ -195,7 +195,7 @@ before/after.
         protocol = detail.answer.input_protocol if detail.answer is not None else "memory"
         summary = (f"searched store: {len(store)} items, {len(seen)} retrieved (+)" if protocol == "memory" else
                    f"{protocol}: no memory store") + " · Enter: probe inspector"
-        self.query_one("#store-summary", Static).update(summary)
+        self.query_one("#store-summary", Static).update(summary, layout=False)
         # The retrieved items are marked "+" and listed first: what the reader was shown of the store.
         rows = [StoreRow(i, "+" if i in seen else " ", item) for i, item in store.items()]
         rows.sort(key=lambda r: r.mark != "+")

@@ -22,6 +22,7 @@ from memprobe_tui.messages import Loaded
 from memprobe_tui.render import item_detail
 from memprobe_tui.screens.base import ReplayScreen
 from memprobe_tui.widgets.detail_log import DetailLog
+from memprobe_tui.widgets.fixed_region import update_text
 from memprobe_tui.widgets.store_table import StoreTable
 
 
@@ -194,7 +195,7 @@ full screen with z. Esc returns to the transcript at the turn shown here.
         shown = f" · showing {len(rows)}" if len(rows) != len(view.rows) else ""
         note = f"\n⚠ {view.note}" if view.note else ("\n" + self._empty_note() if not self.op_seqs else "")
         context = f"{self.context}\n" if self.context and self.seqs_opened and self.seqs[1] == self.seqs_opened[1] else ""
-        self.query_one("#info", Static).update(
+        update_text(self.query_one("#info", Static),
             f"{context}vs seq {view.before_seq}: +{view.added} ~{view.updated} -{view.deleted} · {group}"
             f"{' · /' + self.search if self.search else ''}{' · changes only' if self.changes_only else ''}{shown}"
             f"{note}")

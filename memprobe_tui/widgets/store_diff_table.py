@@ -8,7 +8,10 @@ columns on every step doubled the stepper's cost per key press.
 from __future__ import annotations
 
 from rich.text import Text
+from textual.geometry import Size
+from textual.reactive import Reactive
 
+from memprobe_tui.widgets.fixed_region import content_size_changed
 from memprobe_tui.widgets.cursor_mark import MarkedCursorTable
 from memprobe_engine.replay.memory_view import StoreRow, item_text
 from memprobe_tui.widgets.store_table import MARK_STYLES
@@ -21,6 +24,13 @@ COLUMNS: tuple[tuple[str, str, int], ...] = (("±", "mark", 1), ("id", "id", 14)
 
 class StoreDiffTable(MarkedCursorTable):
     """Row keys are item ids (deleted ones prefixed with ``-``), as in StoreTable."""
+
+    #: The screen fixes this table's region: a new row count or width redraws it and its scrollbars,
+    #: without a layout of the whole screen (widgets/fixed_region.py).
+    virtual_size: Reactive[Size] = Reactive(Size(0, 0), layout=False)
+
+    def watch_virtual_size(self, size: Size) -> None:
+        content_size_changed(self, size)
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id, cursor_type="row", zebra_stripes=False)

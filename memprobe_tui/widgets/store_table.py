@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from rich.text import Text
+from textual.geometry import Size
+from textual.reactive import Reactive
 from typing import ClassVar
 
 from memprobe_engine.replay.memory_view import StoreRow, item_text
+from memprobe_tui.widgets.fixed_region import content_size_changed
 from memprobe_tui.widgets.table_fill import fill_table
 from memprobe_tui.widgets.table_search import SearchableTable
 
@@ -18,6 +21,13 @@ class StoreTable(SearchableTable):
     """Row keys are item ids (deleted ones prefixed with ``-``, so an id can appear once each way)."""
 
     SEARCHABLE: ClassVar[bool] = False  # the memory screen's ``/`` filters the store instead
+
+    #: The screen fixes this table's region: a new row count or width redraws it and its scrollbars,
+    #: without a layout of the whole screen (widgets/fixed_region.py).
+    virtual_size: Reactive[Size] = Reactive(Size(0, 0), layout=False)
+
+    def watch_virtual_size(self, size: Size) -> None:
+        content_size_changed(self, size)
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id, zebra_stripes=False)
