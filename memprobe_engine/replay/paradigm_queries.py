@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, get_args
 
 from memprobe_engine.events.reader import DamagedEvent
 from memprobe_engine.replay.index import SpanRec
@@ -228,6 +228,42 @@ def system_accuracy(rows: list[EpisodeRow]) -> Accuracy:
     excluded = sum(1 for c in cells if c.current is not None and c.current.get("excluded"))
     return Accuracy(correct / len(values) if values else None, sum(values) / len(values) if values else None,
                     len(values), excluded)
+
+
+ALL_PARADIGMS = "all"
+
+
+@dataclass(frozen=True)
+class ParadigmFigures:
+    """One system on one paradigm (``paradigm`` :data:`ALL_PARADIGMS`: on every episode): accuracy
+    over its probes, plasticity over the probes of its should-update episodes and stability over
+    those of its should-preserve ones, as ``paradigms/metrics.system_metrics`` defines them."""
+
+    system: str
+    paradigm: str
+    accuracy: Accuracy
+    plasticity: Accuracy
+    stability: Accuracy
+
+
+def paradigm_figures(rows: list[EpisodeRow]) -> list[ParadigmFigures]:
+    """Per system (in row order), per paradigm (the suite's order, any other after) and over all
+    paradigms: accuracy, plasticity and stability (the episode list's plots)."""
+    from memprobe_engine.paradigms.suite import Paradigm  # pydantic models: loaded on first use
+
+    known = list(get_args(Paradigm))
+    seen = {r.paradigm for r in rows}
+    paradigms = [p for p in known if p in seen] + sorted(seen - set(known))
+    out = []
+    for system in dict.fromkeys(r.system for r in rows):
+        mine = [r for r in rows if r.system == system]
+        for paradigm in [*paradigms, ALL_PARADIGMS]:
+            chosen = mine if paradigm == ALL_PARADIGMS else [r for r in mine if r.paradigm == paradigm]
+            out.append(ParadigmFigures(
+                system, paradigm, system_accuracy(chosen),
+                system_accuracy([r for r in chosen if r.expected_behavior == "should_update"]),
+                system_accuracy([r for r in chosen if r.expected_behavior == "should_preserve"])))
+    return out
 
 
 # -- the recorded episode (gold, probes) ---------------------------------------------------------

@@ -34,6 +34,7 @@ from memprobe_tui.screens.base import ReplayScreen
 from memprobe_tui.screens.episode_stepper import EpisodeScreen
 from memprobe_tui.screens.probe_inspector import ProbeScreen
 from memprobe_tui.widgets.episode_table import EpisodeTable
+from memprobe_tui.widgets.search_prompt import SearchPrompt
 
 FOLLOW_EVERY_S = 1.0
 
@@ -55,8 +56,11 @@ The episodes of one memory system in a **protocol-B (paradigm)** run. `s` shows 
 - **split**: the perturbation came in two parts (trigger, then the accepted value).
 
 Enter steps through the episode's sessions; `d` opens its first probe in the probe inspector;
-`x` compares the systems: each episode's accuracy under every system, side by side; `/` searches
-the rows.
+`x` compares the systems: each episode's accuracy under every system, side by side; `P` plots each
+system's accuracy per paradigm, its plasticity and stability. `f` keeps only the episodes whose id,
+paradigm, condition, expected behaviour or status contains a text; `o` cycles the order (by
+accuracy, highest first; by paradigm, condition, expected behaviour; back to run order); `/`
+searches the rows.
 """
 
     DEFAULT_CSS = """
@@ -72,6 +76,9 @@ the rows.
         Binding("j", "cursor(1)", "Down", show=False, id="paradigm.down"),
         Binding("k", "cursor(-1)", "Up", show=False, id="paradigm.up"),
         Binding("x", "grid", "Systems", id="paradigm.across"),  # x: a grid, as on protocol A's overview
+        Binding("P", "plots", "Plots", id="paradigm.plots"),
+        Binding("f", "filter", "Filter", show=False, id="paradigm.filter"),
+        Binding("o", "sort", "Sort", show=False, id="paradigm.sort"),
     ]
 
     def __init__(self, session: ReplaySession, system: str | None = None) -> None:
@@ -80,6 +87,10 @@ the rows.
         self.system = system
         self.systems: list[str] = []
         self.rows: list[EpisodeRow] = []
+        #: ``f``: keep the episodes whose id, paradigm, condition, expected behaviour or status holds it.
+        self.only = ""
+        #: ``o``: the order of the list (None: run order).
+        self.sort: str | None = None
         self._follow_timer: Timer | None = None
 
     def compose(self) -> ComposeResult:
@@ -157,7 +168,8 @@ the rows.
     def _loaded(self, message: Loaded) -> None:
         self.systems, self.system, self.rows = message.data
         self.query_one(ProgressBar).add_class("done")
-        self.query_one(EpisodeTable).show(self.rows)
+        shown = listed(self.rows, self.only, self.sort)
+        self.query_one(EpisodeTable).show(shown)
         totals = system_accuracy(self.rows)
         header = self.session.header
         if self.session.live:
@@ -169,9 +181,11 @@ the rows.
         which = f"{self.system} ({self.systems.index(self.system) + 1}/{len(self.systems)})" if self.system else \
             "no episodes recorded yet"
         excl = f", {totals.excluded} excl" if totals.excluded else ""
-        self.set_title(f"{which} · acc {fmt_score(totals.accuracy)} (mean {fmt_score(totals.mean_score)}) over "
-                       f"{totals.scored} probes{excl} · {len(self.rows)} episodes"
-                       f" · {state} · {header.run_id}")
+        # The list's own state first: the title is cut at the terminal's width.
+        narrowed = (f" · only “{self.only}”: {len(shown)} of {len(self.rows)}" if self.only else "") + \
+            (f" · by {self.sort}" if self.sort else "")
+        self.set_title(f"{which}{narrowed} · acc {fmt_score(totals.accuracy)} (mean {fmt_score(totals.mean_score)}) "
+                       f"over {totals.scored} probes{excl} · {len(self.rows)} episodes · {state} · {header.run_id}")
         self.seen_version = self.session.version
         self.show_damage()
 
@@ -213,12 +227,55 @@ the rows.
         """Every episode's accuracy under every system, side by side (the list shows one system)."""
         self._across()
 
+    def action_plots(self) -> None:
+        from memprobe_tui.screens.paradigm_plots import ParadigmPlotsScreen
+
+        self.app.push_screen(ParadigmPlotsScreen(self.session))
+
+    def action_filter(self) -> None:
+        self.app.push_screen(SearchPrompt("keep episodes whose id, paradigm, condition, expected or status "
+                                          "contains… (empty: all)", self.only,
+                                          label="Enter: filter · empty Enter: show all · Esc: cancel"),
+                             self._filter)
+
+    def _filter(self, text: str | None) -> None:
+        self.only = (text or "").strip()  # the prompt answers None for an empty Enter: every episode again
+        self._redraw_list()
+
+    def action_sort(self) -> None:
+        order: list[str | None] = [None, *SORTS]
+        self.sort = order[(order.index(self.sort) + 1) % len(order)]
+        self.notify(f"sorted by {self.sort}" + (", highest first" if self.sort == "accuracy" else "")
+                    if self.sort else "run order", timeout=3)
+        self._redraw_list()
+
+    def _redraw_list(self) -> None:
+        if self.systems or self.rows:
+            self.post_message(Loaded("paradigm overview", (self.systems, self.system, self.rows)))
+
     @work(thread=True, exclusive=True, group="across", exit_on_error=False, name="systems side by side")
     def _across(self) -> None:
         rows = episode_rows(self.session)
         self.post_message(ShowText(f"accuracy per episode × system · {self.session.header.run_id}",
                                    across_lines(rows)))
 
+
+
+#: ``o`` cycles through these orders (after the run's own); ties keep the run order.
+SORTS: tuple[str, ...] = ("accuracy", "paradigm", "condition", "expected")
+
+
+def listed(rows: list[EpisodeRow], only: str, sort: str | None) -> list[EpisodeRow]:
+    """The rows the list shows: those that contain ``only`` (case-insensitive), in ``sort`` order."""
+    needle = only.lower()
+    kept = [r for r in rows if not needle or any(needle in str(v).lower() for v in (
+        r.episode_id, r.paradigm, r.condition, r.expected_behavior, r.status or "running"))]
+    if sort == "accuracy":  # highest first; unscored episodes last
+        return sorted(kept, key=lambda r: (r.accuracy is None, -(r.accuracy or 0.0)))
+    if sort is not None:
+        field = {"expected": "expected_behavior"}.get(sort, sort)
+        return sorted(kept, key=lambda r: str(getattr(r, field)))
+    return kept
 
 
 def across_lines(rows: list[EpisodeRow]) -> list[Text]:

@@ -105,7 +105,7 @@ def test_an_update_keeps_old_and_new_apart_in_plain_text() -> None:
 
 async def test_every_footer_fits_80_columns() -> None:
     walks = {LIVE: [[], ["enter"], ["m"], ["d"], ["x"], ["P"], ["d", "c"], ["i"], ["enter", "tab"]],
-             PARADIGMS: [[], ["enter"], ["d"], ["enter", "m"], ["enter", "c"]]}
+             PARADIGMS: [[], ["enter"], ["d"], ["enter", "m"], ["enter", "c"], ["P"]]}
     for path, key_lists in walks.items():
         for pressed in key_lists:
             app = app_on(path)
