@@ -22,6 +22,7 @@ _MARKERS: tuple[tuple[str, str], ...] = (
     ("offers more help", r"\b(?:is there )?anything else (?:you need|i can|you(?:'|’)?d like)\b"),
     ("offers more help", r"\blet me know if (?:there(?:'|’)?s anything|you have any (?:other |more )?questions|you "
                          r"need anything (?:else|more))\b"),
+    ("asks how the advice works out", r"\b(?:works?|worked|goes|went|turns? out) (?:best |well |out )?for you\b"),
     ("offers more help", r"\bfeel free to (?:ask|reach out|let me know)\b"),
     ("offers more help", r"\bdon(?:'|’)?t hesitate to (?:ask|reach out|let me know)\b"),
     ("accepts thanks", r"^\W*you(?:'|’)?re (?:very |most )?welcome\b"),
