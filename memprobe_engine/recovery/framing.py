@@ -11,9 +11,9 @@ small models"):
 * the slot-filler is told that a bare evaluative word is no label and that a note it cites must
   show in the label; the judge first states what trait the prediction names, and is told that a
   prediction naming none scores at most 0.25;
-* the simulated user's request is a chat the model continues in the user's voice (its own earlier
-  turns in the assistant role, the assistant's in the user role, persona and bank in the system
-  prompt), and a reply that speaks as the assistant is an unusable simulator reply.
+* the simulated user's request is a chat log the model continues with the user's next line (persona
+  and bank in the system prompt, the dialogue as a trailing assistant message that ends where the
+  user's line opens), and a line that speaks as the assistant is asked for again, then unusable.
 
 The framing is recorded in the header (``config.framing``, only when not ``release``, so
 recordings made before it existed keep their fingerprint); ``memprobe rescore`` uses the

@@ -10,23 +10,25 @@ docs/protocol-a.md, "Framing for small models") are:
   note must show in the label (the release's rules only say "unknown" without evidence);
 * the judge first writes down what trait the prediction states (``prediction_says``), and its rubric
   spells out that a prediction naming no trait, or a different one, shares no core meaning;
-* the simulated user's request is a chat the model continues as the user: persona, bank and rules
-  in the system prompt, the user's own turns as ``assistant`` messages and the assistant's as
-  ``user`` messages, so the reply the model writes next is the user's.
+* the simulated user's request is a chat log the model continues with the user's next line:
+  persona, bank and rules in the system prompt, the dialogue so far as a trailing assistant
+  message the server continues, opening the user's line (:class:`SimulatorLog`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
+from memprobe_engine.llm.structured import describe_validation_error
 from memprobe_engine.llm.types import ChatMessage
 from memprobe_engine.recovery import prompts
 from memprobe_engine.recovery.input_rules import Category
 from memprobe_engine.recovery.inputs import BankEntry, SimUser
 from memprobe_engine.recovery.prompts import Turn
-from memprobe_engine.recovery.schemas import RubricScore
+from memprobe_engine.recovery.schemas import InRoleSimulatorReply, RubricScore, SimulatorReply
 
 # ----------------------------------------------------------------------------------- slot-fill
 
@@ -144,19 +146,76 @@ def elicitation_messages(task_text: str, history: Sequence[Turn], target: BankEn
 
 # ----------------------------------------------------------------------------------- simulator
 
-IN_ROLE_FRAME = (
-    "\n\nYOU ARE THIS PERSON. In the chat that follows, the user messages are the AI assistant talking to you; "
-    "your own earlier messages are yours. Write this person's next message to the assistant — never the "
-    "assistant's reply: you do not offer help, you are the one being helped."
-)
+#: The release's simulator rules without their closing reply shape (a JSON object): under this
+#: framing the reply is the next line of a chat log, its reaction label in brackets after the name.
+SIMULATOR_RULES = prompts.SIMULATOR_SYSTEM.rsplit("\n\nReply with one JSON object", 1)[0]
+ASSISTANT_SPEAKER = "ASSISTANT"
 
 
-def simulator_messages(user: SimUser, task_text: str, history: Sequence[Turn]) -> list[ChatMessage]:
-    """The release simulator's content as a chat the model continues as the user."""
-    system = (f"{prompts.SIMULATOR_SYSTEM}\n\nYOUR PROFILE AND MEMORY BANK\n{prompts.persona_block(user)}"
-              f"{IN_ROLE_FRAME}")
-    messages = [ChatMessage(role="system", content=system), ChatMessage(role="assistant", content=task_text)]
+def speaker_name(user: SimUser) -> str:
+    """How the user's lines are labelled in the log: the first name in capitals (``USER`` when the
+    profile's name is only the user's id, as in the paper's users)."""
+    name = user.profile.name.split()[0] if user.profile.name.split() else ""
+    return name.upper() if name and name != user.user_id else "USER"
+
+
+@dataclass(frozen=True)
+class SimulatorLog:
+    """The simulated user's request as a chat log the model itself is writing: the dialogue so far is
+    a trailing assistant message (the server continues it) that ends where the user's next line
+    opens, ``NAME (`` — the model writes the reaction label, ``): `` and what the user says. A small
+    model asked in a chat for the user's reply answers as the assistant about half the time; writing
+    the log, it stays the user (bench/simulator_voice.py)."""
+
+    messages: list[ChatMessage]
+    speaker: str
+
+    @property
+    def prefill(self) -> str:
+        return self.messages[-1].content
+
+    @property
+    def stop(self) -> tuple[str, ...]:
+        """Where the user's line ends: the next speaker's label."""
+        return (f"\n{ASSISTANT_SPEAKER}:", f"\n{self.speaker} (", f"\n{self.speaker}:")
+
+    def _line(self, response_text: str) -> tuple[str, bool, str]:
+        """(label, whether the label's bracket closed, what the user says) of the continued line."""
+        # llama.cpp returns the prefilled message with its continuation; other servers only the latter.
+        line = response_text[len(self.prefill):] if response_text.startswith(self.prefill) else response_text
+        label, closed, said = line.partition(")")
+        return label.strip(), bool(closed), said.strip().removeprefix(":").strip()
+
+    def said(self, response_text: str) -> str:
+        """What the user's line says, whatever its label (the release's fallback for an unusable reply)."""
+        return self._line(response_text)[2]
+
+    def reply(self, response_text: str) -> SimulatorReply:
+        """The user's line as a simulator reply; ValueError with the reason when it is not usable
+        (no reaction label, no text, or a text that speaks as the assistant)."""
+        label, closed, said = self._line(response_text)
+        if not closed:
+            raise ValueError(f"the line has no reaction label in brackets (it reads {label[:60]!r})")
+        try:
+            return InRoleSimulatorReply.model_validate({"feedback_type": label, "text": said})
+        except ValidationError as err:
+            raise ValueError(describe_validation_error(err)) from None
+
+
+def simulator_log(user: SimUser, task_text: str, history: Sequence[Turn]) -> SimulatorLog:
+    """The release simulator's content — rules, profile and bank, the opening request, the dialogue,
+    the reminder not to repeat itself — as a log the model continues with the user's next line."""
+    who = speaker_name(user)
+    system = (f"{SIMULATOR_RULES}\n\nYOUR PROFILE AND MEMORY BANK\n{prompts.persona_block(user)}\n\n"
+              f"You write the chat log of this person ({who}) getting help from an AI assistant "
+              f"({ASSISTANT_SPEAKER}). Each new line of {who} starts with the reaction label, one of the seven "
+              f"types above, like \"{who} (followup): ...\".")
     body = list(history[1:]) if history and history[0][0] == "user" else list(history)
-    for speaker, text in body:
-        messages.append(ChatMessage(role="user" if speaker == "assistant" else "assistant", content=text))
-    return messages
+    lines = [f"{who}: {task_text}"]
+    lines += [f"{ASSISTANT_SPEAKER if speaker == 'assistant' else who}: {text}" for speaker, text in body]
+    earlier = [text for speaker, text in body[:-1] if speaker == "user"]
+    repeat = f" Do not reuse the opening or sentence shape of {who}'s earlier lines." if earlier else ""
+    return SimulatorLog(messages=[
+        ChatMessage(role="system", content=system),
+        ChatMessage(role="user", content=f"Continue the chat log with {who}'s next line only.{repeat}"),
+        ChatMessage(role="assistant", content="\n\n".join(lines) + f"\n\n{who} (")], speaker=who)

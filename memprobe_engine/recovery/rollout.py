@@ -34,7 +34,7 @@ from memprobe_engine.recovery.framing import DEFAULT_FRAMING, Framing
 from memprobe_engine.recovery.inputs import BankEntry, SimUser, Task
 from memprobe_engine.recovery.policy import DEFAULT_POLICY, ExclusionPolicy, release_user_text
 from memprobe_engine.recovery.prompts import Turn
-from memprobe_engine.recovery.schemas import InRoleSimulatorReply, PreferenceVerdict, SimulatorReply
+from memprobe_engine.recovery.schemas import PreferenceVerdict, SimulatorReply
 
 if TYPE_CHECKING:
     from memprobe_engine.llm.client import ChatClient
@@ -144,10 +144,13 @@ async def run_episode(*, chat: ChatClient, recorder: Recorder, system: MemorySys
                 chat, recorder, preferences, task.task, reply.text, task_index, turn, judge_params)) \
                 if settings.preference_judge and preferences else None
             try:
-                in_role = settings.framing == "embedded"
-                sim = await chat.chat("simulator", (prompts_embedded if in_role else prompts).simulator_messages(
-                    user, task.task, episode.history), params=sim_params,
-                    schema=InRoleSimulatorReply if in_role else SimulatorReply)
+                if settings.framing == "embedded":
+                    parsed, raw_text, excluded = await _in_role_reply(chat, prompts_embedded.simulator_log(
+                        user, task.task, episode.history), sim_params)
+                else:
+                    sim = await chat.chat("simulator", prompts.simulator_messages(user, task.task, episode.history),
+                                          params=sim_params, schema=SimulatorReply)
+                    parsed, raw_text, excluded = sim.parsed, release_user_text(sim.text or ""), sim.excluded
             except BaseException:
                 if judging is not None:
                     judging.cancel()
@@ -157,17 +160,17 @@ async def run_episode(*, chat: ChatClient, recorder: Recorder, system: MemorySys
                 await judging
             clock.advance(minutes=2)
             episode.turns = turn
-            if sim.parsed is None:
+            if parsed is None:
                 episode.unusable_replies += 1
                 recorder.emit(ErrorEvent(where="rollout", error_type="SimulatorReplyUnusable", recoverable=True,
-                                         message=f"turn {turn}: {sim.excluded} ({settings.policy} policy)"))
+                                         message=f"turn {turn}: {excluded} ({settings.policy} policy)"))
                 if settings.policy == "audit":
                     return await end_episode(recorder, system, episode, "excluded", clock,
-                                f"the simulator's reply at turn {turn} was unusable: {sim.excluded}")
+                                f"the simulator's reply at turn {turn} was unusable: {excluded}")
                 # The release's fallback: a follow-up with whatever text the reply held.
-                feedback, user_text = "followup", release_user_text(sim.text or "")
+                feedback, user_text = "followup", raw_text
             else:
-                answer: SimulatorReply = sim.parsed
+                answer: SimulatorReply = parsed
                 feedback, user_text = answer.feedback_type, answer.text
             done = feedback == "satisfied"
             recorder.emit(Message(role="user", content=user_text, task_index=task_index, turn=turn,
@@ -182,6 +185,28 @@ async def run_episode(*, chat: ChatClient, recorder: Recorder, system: MemorySys
     reason = "excluded" if episode.unusable_replies else "turn_cap"
     return await end_episode(recorder, system, episode, reason, clock,
                 "hit the turn cap after an unusable simulator reply" if episode.unusable_replies else None)
+
+
+#: Fresh samples the embedded framing's simulator gets after an unusable line (the client's two
+#: repair rounds, as a resample: a small model shown its own out-of-role reply repeats it).
+IN_ROLE_RESAMPLES = 2
+
+
+async def _in_role_reply(chat: ChatClient, log: prompts_embedded.SimulatorLog,
+                         params: SamplingParams) -> tuple[SimulatorReply | None, str, str | None]:
+    """The user's next line under the embedded framing: (reply, text to fall back on, why unusable).
+    An unusable line is asked for again with the next seed (each its own recorded, cached call)."""
+    reason, fallback = "", ""
+    for attempt in range(IN_ROLE_RESAMPLES + 1):
+        seed = None if params.seed is None else params.seed + attempt
+        outcome = await chat.chat("simulator", log.messages,
+                                  params=params.model_copy(update={"seed": seed, "stop": log.stop}))
+        try:
+            return log.reply(outcome.text or ""), "", None
+        except ValueError as err:
+            reason = str(err)
+            fallback = fallback or log.said(outcome.text or "")
+    return None, fallback, f"the user's line was still unusable after {IN_ROLE_RESAMPLES} resample(s): {reason}"
 
 
 async def end_episode(recorder: Recorder, system: MemorySystem, episode: Episode, reason: str, clock: SimClock,

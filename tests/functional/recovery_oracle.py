@@ -52,12 +52,15 @@ class RecoveryOracle:
         if system.startswith("You are a personalised AI assistant"):
             return "agent", "Here is a practical plan. What time of day do you usually have free?"
         if system.startswith("You play one particular real person"):
+            in_log = request.messages[-1].role == "assistant"  # the embedded framing's chat log
             turn = re.search(r"^TURN (\d+): THE ASSISTANT JUST SAID$", last, flags=re.M)
-            done = turn is not None and int(turn.group(1)) >= 2
+            done = last.count("\n\nASSISTANT: ") >= 2 if in_log else turn is not None and int(turn.group(1)) >= 2
             text = ("Good, that works for me." if done else
                     "I usually do this after my night shift, and I like short checklists.")
-            return "simulator", orjson.dumps({"feedback_type": "satisfied" if done else "followup",
-                                              "text": text}).decode()
+            feedback = "satisfied" if done else "followup"
+            if in_log:  # llama.cpp answers with the prefilled message and its continuation
+                return "simulator", f"{last}{feedback}): {text}"
+            return "simulator", orjson.dumps({"feedback_type": feedback, "text": text}).decode()
         if system.startswith("You judge how well one reply"):
             dims = re.findall(r"^\d+\. \[(\w+)\]", last, flags=re.M)
             return "preference_judge", orjson.dumps({"reason": "fits", "ratings": [

@@ -8,7 +8,7 @@ import pytest
 from pydantic import ValidationError
 
 from memprobe_engine.events.reader import open_recording
-from memprobe_engine.recovery import prompts_embedded
+from memprobe_engine.recovery import prompts, prompts_embedded
 from memprobe_engine.recovery.inputs import load_users
 from memprobe_engine.recovery.schemas import InRoleSimulatorReply, SimulatorReply
 from memprobe_engine.recovery.simulator_voice import out_of_role_reason
@@ -54,22 +54,64 @@ def test_user_phrasing_and_quoted_messages_are_in_role() -> None:
         assert out_of_role_reason(text) is None, text
 
 
-def test_in_role_framing_puts_the_user_in_the_assistant_seat() -> None:
+#: A reply of the live quick job (in-role chat framing, 2026-12-03) that the first detector missed: the
+#: 1.5B went on with the assistant's own instructions and asked how they worked for "you".
+MISSED_SLIP = ("sit for 15 minutes before running the cycle again. The vinegar and baking soda are effective in "
+               "breaking down the mildew and can also help freshen the air. Let me know if either method works "
+               "best for you.")
+
+
+def test_a_reply_that_asks_how_the_advice_works_for_you_is_out_of_role() -> None:
+    reason = out_of_role_reason(MISSED_SLIP)
+    assert reason is not None and "works best for you" in reason
+    assert out_of_role_reason("ok, I'll try the vinegar first and see if it works for me") is None
+
+
+def _log(history: list[tuple[str, str]]) -> prompts_embedded.SimulatorLog:
     user = load_users(ROOT / "sessions", ["sim_01"])[0]
-    history = [("user", "Plan my trip"), ("assistant", "Here is a plan."), ("user", "Shorter please."),
-               ("assistant", "Shorter plan.")]
-    messages = prompts_embedded.simulator_messages(user, "Plan my trip", history)
-    assert [m.role for m in messages] == ["system", "assistant", "user", "assistant", "user"]
-    assert messages[1].content == "Plan my trip" and messages[-1].content == "Shorter plan."
-    assert "MEMORY BANK" in messages[0].content and "never the assistant's reply" in messages[0].content
+    return prompts_embedded.simulator_log(user, history[0][1], history)
+
+
+def test_the_embedded_simulator_continues_a_chat_log_as_the_user() -> None:
+    """The dialogue is a trailing assistant message the server continues, ending where Renee's next
+    line opens; persona, bank and the release's rules (without their JSON reply shape) are the system."""
+    log = _log([("user", "Plan my trip"), ("assistant", "Here is a plan."), ("user", "Shorter please."),
+                ("assistant", "Shorter plan.")])
+    assert [m.role for m in log.messages] == ["system", "user", "assistant"]
+    assert log.prefill == ("RENEE: Plan my trip\n\nASSISTANT: Here is a plan.\n\nRENEE: Shorter please.\n\n"
+                           "ASSISTANT: Shorter plan.\n\nRENEE (")
+    system = log.messages[0].content
+    assert system.startswith(prompts.SIMULATOR_SYSTEM.split("\n")[0]) and "MEMORY BANK" in system
+    assert "satisfied: you HAVE the concrete result" in system and "Reply with one JSON object" not in system
+    assert "Do not reuse the opening" in log.messages[1].content
+    assert "\nASSISTANT:" in log.stop and "\nRENEE (" in log.stop
+    paper_user = load_users(ROOT / "sessions" / "release-a", ["user_001"])[0]
+    assert prompts_embedded.simulator_log(paper_user, "Hi", [("user", "Hi"), ("assistant", "Hello")]).prefill.endswith(
+        "\n\nUSER (")  # the paper's users are named by their id only
+
+
+def test_the_user_line_is_parsed_from_what_the_server_returned() -> None:
+    log = _log([("user", "My cousin is flying into Dayton."), ("assistant", "Here are a few day trips.")])
+    # What llama.cpp returned on the fixed set (bench/simulator_voice.py): the prefill, then the line.
+    reply = log.reply(log.prefill + "followup): What's the best way to get to these places?\n")
+    assert (reply.feedback_type, reply.text) == ("followup", "What's the best way to get to these places?")
+    assert log.reply("satisfied): Good, that's it.").is_done  # a server that returns only the continuation
+    for bad, why in ((log.prefill + "followup): \n", "at least 1 character"),
+                     (log.prefill + "Great choices!", "no reaction label"),
+                     (log.prefill + "pleased): Thanks.", "feedback_type"),
+                     (log.prefill + "satisfied): Great choices! Let me know if there's anything else you need.",
+                      "speaks as the assistant")):
+        with pytest.raises(ValueError, match=why):
+            log.reply(bad)
+    assert log.said(log.prefill + "followup): Let me know if you need anything else.") == \
+        "Let me know if you need anything else."
 
 
 def test_an_out_of_role_reply_is_an_unusable_simulator_reply_with_its_reason(tmp_path: Path) -> None:
     """Embedded framing on a scripted backend whose simulator always answers as the assistant: the
-    repair round asks again, then the reply is unusable and the reason is in the recording."""
+    line is asked for again with the next seeds, then the reply is unusable and the reason is in the
+    recording."""
     import asyncio
-
-    import orjson
 
     from memprobe_engine.recovery.rollout import RolloutSettings
     from memprobe_engine.recovery.runner import RecoveryPlan, run_recovery
@@ -80,7 +122,7 @@ def test_an_out_of_role_reply_is_an_unusable_simulator_reply_with_its_reason(tmp
         def answer(self, request):  # type: ignore[no-untyped-def]
             role, text = super().answer(request)
             if role == "simulator":
-                return role, orjson.dumps({"feedback_type": "satisfied", "text": QUOTED[0]}).decode()
+                return role, f"{request.messages[-1].content}satisfied): {QUOTED[0]}"
             return role, text
 
     chosen = dims(1)
@@ -93,7 +135,35 @@ def test_an_out_of_role_reply_is_an_unusable_simulator_reply_with_its_reason(tmp
     reader = open_recording(record)
     errors = [e for e in reader.iter_events(kinds=["error"]) if e.error_type == "SimulatorReplyUnusable"]
     assert errors and "speaks as the assistant" in (errors[0].message or "")
-    assert oracle.by_role["simulator"] > 1  # the repair round asked again
+    seeds = [r.params.seed for r in oracle.requests if r.messages[-1].role == "assistant"]
+    assert seeds == [0, 1, 2]  # asked again twice, each a fresh sample
     ends = [e.end_reason for e in reader.iter_events(kinds=["episode_end"])]
     assert ends == ["excluded"]
     assert reader.header.config["framing"] == "embedded"
+
+
+def test_an_in_role_line_ends_the_episode_as_the_user_said(tmp_path: Path) -> None:
+    """Embedded framing on the scripted backend: the user's lines are read from the continued log, the
+    second one is ``satisfied`` and ends the episode; no line is unusable and none is asked for twice."""
+    import asyncio
+
+    from memprobe_engine.recovery.rollout import RolloutSettings
+    from memprobe_engine.recovery.runner import RecoveryPlan, run_recovery
+    from tests.functional.recovery_oracle import RecoveryOracle, plan_for
+    from tests.functional.test_recovery_run import config, dims
+
+    chosen = dims(1)
+    plan_for(chosen)
+    oracle = RecoveryOracle()
+    plan = RecoveryPlan(sessions_dir=ROOT / "sessions", users=["sim_01"], dimensions=chosen, systems=["nomem"],
+                        modes=["dump_all"], settings=RolloutSettings(max_turns=4, framing="embedded", policy="audit"))
+    record = asyncio.run(run_recovery(plan, tmp_path / "rec", llm_config=config(),
+                                      backend_factory=lambda spec: oracle))
+    reader = open_recording(record)
+    said = [(e.feedback_type, e.content) for e in reader.iter_events(kinds=["message"])
+            if e.role == "user" and (e.turn or 0) > 0]
+    assert said == [("followup", "I usually do this after my night shift, and I like short checklists."),
+                    ("satisfied", "Good, that works for me.")]
+    assert [e.end_reason for e in reader.iter_events(kinds=["episode_end"])] == ["satisfied"]
+    assert not [e for e in reader.iter_events(kinds=["error"])]
+    assert {r.params.seed for r in oracle.requests if r.messages[-1].role == "assistant"} == {0}
