@@ -154,7 +154,8 @@ async def run(layout: str, record: Path, limit: int | None, also: Sequence[Path]
                                           params=params, schema=SimulatorReply)
                 text = outcome.parsed.text if outcome.parsed is not None else (outcome.text or "")
                 kind = outcome.parsed.feedback_type if outcome.parsed is not None else "-"
-            reason = out_of_role_reason(text)
+            # A line the product cannot use (no label, no text) is asked for again there; here it counts as missed.
+            reason = out_of_role_reason(text) if not kind.startswith("unusable") else kind
             total += 1
             in_voice += reason is None
             print(f"[{'ok ' if reason is None else 'OUT'}] {state.name} ({outcome.latency_s:.0f} s"
@@ -162,7 +163,7 @@ async def run(layout: str, record: Path, limit: int | None, also: Sequence[Path]
     finally:
         await chat.aclose()
         writer.close()
-    print(f"{layout}: {in_voice} of {total} replies in the user's voice by the detector "
+    print(f"{layout}: {in_voice} of {total} first replies usable and in the user's voice by the detector "
           f"({in_voice / max(1, total):.0%})")
 
 
