@@ -219,3 +219,8 @@ def simulator_log(user: SimUser, task_text: str, history: Sequence[Turn]) -> Sim
         ChatMessage(role="system", content=system),
         ChatMessage(role="user", content=f"Continue the chat log with {who}'s next line only.{repeat}"),
         ChatMessage(role="assistant", content="\n\n".join(lines) + f"\n\n{who} (")], speaker=who)
+
+
+def simulator_messages(user: SimUser, task_text: str, history: Sequence[Turn]) -> list[ChatMessage]:
+    """The messages of :func:`simulator_log`'s request (what a cost estimate prices)."""
+    return simulator_log(user, task_text, history).messages
