@@ -30,7 +30,8 @@ _MARKERS: tuple[tuple[str, str], ...] = (
     ("wishes the user well", r"\b(?:i )?hope (?:this|that) helps\b"),
     ("praises the user's choice", r"^\s*(?:great|excellent|wonderful) (?:choice|choices|question)s?\b"),
     ("speaks as an AI", r"\bas an ai\b"),
-    ("suggests to the user", r"^\W*it sounds like you(?:(?:'|’)d| would)? (?:enjoy|like|want|need|are)\b"),
+    ("sums the user up", r"^\W*it (?:sounds|seems|looks) like you(?:(?:'|’)(?:d|re)| would| are)? (?:enjoy|like|want|"
+                         r"need|are|already|have)\b"),
     ("suggests to the user", r"\bhave you (?:thought about|considered) (?:visiting|trying|checking|going)\b"),
 )
 ASSISTANT_MARKERS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(

@@ -61,9 +61,14 @@ MISSED_SLIP = ("sit for 15 minutes before running the cycle again. The vinegar a
                "best for you.")
 
 
+#: A first line of the chat-log framing on a paper user's state (bench/simulator_voice.py, 2026-12-03).
+LOG_SLIP = "It seems like you’re already on your way to get everything back on track. Any updates?"
+
+
 def test_a_reply_that_asks_how_the_advice_works_for_you_is_out_of_role() -> None:
     reason = out_of_role_reason(MISSED_SLIP)
     assert reason is not None and "works best for you" in reason
+    assert out_of_role_reason(LOG_SLIP) is not None
     assert out_of_role_reason("ok, I'll try the vinegar first and see if it works for me") is None
 
 
