@@ -117,3 +117,42 @@ def test_a_bad_draft_setting_stops_at_the_spec_before_any_run_starts(monkeypatch
         parse_spec("local", origin="test")
     monkeypatch.setenv("MEMPROBE_LOCAL_DRAFT", "none")
     assert serving_for(parse_spec("local"), "1.5b").draft is None
+
+
+def test_the_server_never_moves_kv_states_between_slots(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """llama.cpp's host-memory prompt cache (on by default upstream) stays off, with or without the
+    per-slot prompt cache: under concurrent load it handed the recovery judge another request's KV
+    state in a make demo run (local.py, HOST_PROMPT_CACHE_MIB). Per-slot reuse follows the spec."""
+    import sys
+    import types
+
+    from memprobe_engine.errors import LLMError
+    from memprobe_engine.llm.backends import local
+    from memprobe_engine.llm.model_assets import ModelFile
+
+    seen: list[object] = []
+
+    class Params:
+        def __init__(self) -> None:
+            self.model = types.SimpleNamespace(path="")
+            self.cpuparams = types.SimpleNamespace(n_threads=0)
+            self.cpuparams_batch = types.SimpleNamespace(n_threads=0)
+            self.n_ubatch = 512
+            self.cache_ram_mib = 8192        # upstream's defaults
+            self.cache_idle_slots = True
+
+    def server(params: Params) -> None:
+        seen.append(params)
+        raise RuntimeError("captured")      # stop before a real server would start
+
+    monkeypatch.setitem(sys.modules, "xllamacpp", types.SimpleNamespace(CommonParams=Params, Server=server))
+    model = ModelFile(tier="fast", path=tmp_path / "m.gguf", size=1, sha256="0", assembled=False, fully_hashed=False,
+                      seconds=0.0)
+    monkeypatch.setattr(local, "ensure_model", lambda tier: model)
+    for prompt_cache in (True, False):
+        with pytest.raises(LLMError):
+            local._start_server("fast", 4096, 1.0, Serving(slots=4, prompt_cache=prompt_cache, draft=None))
+        params = seen[-1]
+        assert isinstance(params, Params)
+        assert params.cache_ram_mib == 0 and params.cache_idle_slots is False
+        assert getattr(params, "cache_prompt") is prompt_cache

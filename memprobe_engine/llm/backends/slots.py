@@ -11,8 +11,9 @@ at a few dozen tokens per second here, and it competes for the same cores as the
 - the slot whose last prompt shares the longest prefix with this one, if it is idle;
 - that slot even while it is busy (the server queues the request on it) when waiting is cheaper than
   recomputing — when it shares at least ``wait_chars`` more characters than the best idle slot;
-- else (no idle slot shares more than a few hundred characters) the least recently used idle slot (its state stays in the server's host-memory prompt cache,
-  from which llama.cpp restores it when that prompt comes back).
+- else (no idle slot shares more than a few hundred characters) the least recently used idle slot,
+  whose state is then overwritten (llama.cpp's host-memory cache, which could keep it, stays off:
+  see :data:`~memprobe_engine.llm.backends.local.HOST_PROMPT_CACHE_MIB`).
 
 Prefixes are compared on the messages as text (role tag + content in order), which is what the chat
 template lays out token by token: a longer common text prefix means a longer common token prefix.
