@@ -4,8 +4,10 @@ exception, never past the time bound. ``bench/fuzz_recordings.py N`` runs the sa
 
 from __future__ import annotations
 
+import atexit
 import functools
 import random
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -26,6 +28,7 @@ SETTINGS = settings(max_examples=20, deadline=None, derandomize=True,
 @functools.cache
 def _bases() -> tuple[Path, list[Base]]:
     workdir = Path(tempfile.mkdtemp(prefix="memprobe-fuzz-test-"))
+    atexit.register(shutil.rmtree, workdir, True)  # cached for the session, so no fixture can own it
     bases = make_bases(workdir)
     warm_up(bases, workdir)  # imports (pandas) happen here, not inside a time-bounded input
     return workdir, bases
