@@ -23,9 +23,10 @@ SYSTEM = ("You write short, realistic chat sessions between a user and their AI 
           "and never mention a value you were told to avoid.")
 
 _OPENER = {"ASSISTANT": "Just a reminder:", "TOOL": "$"}
-#: Starts the line that gives the reply's first words (the rules do not count copying them as
-#: copying the instructions).
-LEAD_MARK = "Begin your reply with exactly:"
+#: Introduces the reply's first words, in quotes, after the speaker ("The USER line opens with
+#: \"…\""); the rules do not count copying those words as copying the instructions
+#: (``realize_rules._EXAMPLE``).
+LEAD_MARK = "line opens with"
 #: Kinds whose first attempt is asked without lead words: the small model mostly wrote near-miss
 #: fillers right from the description (49 of 68 checks passed in the first suite run), and keeping
 #: that request unchanged lets a resumed run reuse the ones it already accepted.
@@ -59,22 +60,32 @@ def session_messages(plan: SessionPlan, spec: LatentSpec, fact: str, feedback: l
     lines += _instructions(plan, spec, fact)
     lines += _avoid_lines(plan, spec)
     lines += ["", REPLY_FORMAT]
-    lead = None if plan.kind in _LEAD_ON_RETRY else session_lead(plan, spec, fact)
+    lead = reply_opening(plan, spec, fact, feedback)
     if lead is not None:
-        lines += _shape(lead, [("USER", ""), ("ASSISTANT", "")], {})
+        lines += _shape(lead, [("USER", ""), ("ASSISTANT", "")])
     return [ChatMessage(role="system", content=SYSTEM), ChatMessage(role="user", content="\n".join(lines))]
 
 
-def _shape(lead: str, turns: list[tuple[str, str]], examples: dict[int, str]) -> list[str]:
-    """The reply's shape, one line per turn: the lead words, then each speaker with its example or
-    "..." to write. Asked for the lead alone, the 0.5B model wrote the user's line and stopped."""
-    lines = [f"{LEAD_MARK} the words that open the first line below; write every line, filling in each ... yourself:",
-             f"{lead} ..."]
-    for i, (speaker, _what) in enumerate(turns[1:], start=2):
-        said = examples.get(i, "")
-        # An example that stops mid-sentence ("..., because") is continued like the lead.
-        lines.append(f"{speaker}: {said} ..." if said.endswith("because") else f"{speaker}: {said or '...'}")
-    return lines
+def reply_opening(plan: SessionPlan, spec: LatentSpec, fact: str, feedback: list[str]) -> str | None:
+    """The reply's first words as the request gives them (speaker tag included), or None where it
+    gives none: a background chat, and a near-miss filler's first attempt. On a backend that
+    continues a final assistant message (llama.cpp) the realizer also sends them as the start of the
+    reply (see ``realize.PREFILL_BACKENDS``)."""
+    if not (plan.kind.startswith("perturbation") or feedback) and plan.kind in _LEAD_ON_RETRY:
+        return None
+    return session_lead(plan, spec, fact)
+
+
+def _shape(lead: str, turns: list[tuple[str, str]]) -> list[str]:
+    """How the reply begins, said as an instruction: the lead words in quotes, then "write all N
+    turns". No line of it is a dialogue line the model could copy: the earlier layout (a marker
+    line, then ``USER: <lead> ...`` and ``ASSISTANT: ...``) was copied as it stood — the marker
+    line (then cut by the stop at the next ``USER:``, leaving no turn) and the ``...`` turns: 127
+    + 91 + 23 of the 331 rejected checks of the fourth suite session."""
+    speaker, _, words = lead.partition(": ")
+    count = "both turns" if len(turns) == 2 else f"all {len(turns)} turns"
+    return [f"Write {count}, the {turns[0][0]} line first. The {speaker} {LEAD_MARK} \"{words}\" and goes on in "
+            f"{'the user' if speaker == 'USER' else 'the assistant'}'s own words."]
 
 
 def _avoid_lines(plan: SessionPlan, spec: LatentSpec) -> list[str]:
@@ -118,7 +129,7 @@ def _outline_messages(plan: SessionPlan, spec: LatentSpec, fact: str, feedback: 
         # The first line's opening words, with the value in them, close the prompt: small models
         # otherwise open with the wrong speaker or small talk, or never write the value; given
         # earlier in the prompt, the 0.5B model went on copying the instruction lines after it.
-        lines += _shape(lead, turns, examples)
+        lines += _shape(lead, turns)
     return [ChatMessage(role="system", content=SYSTEM), ChatMessage(role="user", content="\n".join(lines))]
 
 

@@ -21,6 +21,7 @@ from memprobe_engine.events.llm import LLMCall
 from memprobe_engine.events.payloads import PayloadReader
 from memprobe_engine.events.reader import open_recording
 from memprobe_engine.events.realize import RealizeCheck
+from memprobe_engine.paradigms.realize import join_reply
 from memprobe_engine.paradigms.realize_plan import build_plan
 from memprobe_engine.paradigms.realize_rules import check_session
 from memprobe_engine.paradigms.suite import EPISODES_FILE, LatentSpec, Turn
@@ -36,9 +37,10 @@ class RecheckFailure:
     problems: list[str]
 
 
-def accepted_calls(record: Path) -> Iterator[tuple[RealizeCheck, LLMCall, str]]:
-    """Every accepted rule check of the generation recording, with the call it accepted and that
-    call's prompt (its last message, resolved from the payloads); checks without one are skipped."""
+def accepted_calls(record: Path) -> Iterator[tuple[RealizeCheck, LLMCall, str, str]]:
+    """Every accepted rule check of the generation recording, with the call it accepted, that
+    call's prompt (its last user message, resolved from the payloads) and the session's text (the
+    reply, after the opening words sent as its start, if any); checks without them are skipped."""
     if not (record / "events.jsonl").exists():
         return
     payloads = PayloadReader(record)
@@ -49,16 +51,19 @@ def accepted_calls(record: Path) -> Iterator[tuple[RealizeCheck, LLMCall, str]]:
                 calls[event.seq] = event
             elif isinstance(event, RealizeCheck) and event.outcome == "accepted" and event.call_seq in calls:
                 call = calls[event.call_seq]
-                last = call.messages[-1] if call.messages else None
-                prompt = None if last is None else (
-                    last.content if last.content is not None else payloads.get(last.content_ref or ""))
-                if isinstance(prompt, str):
-                    yield event, call, prompt
+                texts = [m.content if m.content is not None else payloads.get(m.content_ref or "")
+                         for m in call.messages]
+                roles = [m.role for m in call.messages]
+                opening = texts[-1] if roles and roles[-1] == "assistant" else None
+                prompt = next((t for r, t in zip(reversed(roles), reversed(texts)) if r == "user"), None)
+                if isinstance(prompt, str) and call.response_text is not None and (
+                        opening is None or isinstance(opening, str)):
+                    yield event, call, prompt, join_reply(opening, call.response_text)
 
 
 def _accepted_prompts(record: Path) -> dict[tuple[str, int], str]:
     """(episode id, planned session index) → the prompt of the last accepted attempt."""
-    return {(check.episode_id, check.session_idx): prompt for check, _, prompt in accepted_calls(record)}
+    return {(check.episode_id, check.session_idx): prompt for check, _, prompt, _ in accepted_calls(record)}
 
 
 def recheck_written(out: Path, record: Path, specs: list[LatentSpec]) -> list[RecheckFailure]:

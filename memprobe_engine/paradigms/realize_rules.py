@@ -53,9 +53,10 @@ _NARRATION = re.compile(r"\bthe user('s)? (\w+ ){0,2}(says|said|asks|mentions|do
 #: Right before a value: the sentence states it as what something is.
 _ASSERTS = re.compile(r"\b(is|are|was|will be|stays|remains|be)\s+(\S+\s+){0,2}$", re.IGNORECASE)
 #: Example lines a prompt offers for the model to reuse (not instructions it may not copy): the
-#: marked examples, and the lines of the reply's shape (a prompt line that starts with a speaker).
+#: marked examples, the lines of the reply's shape (a prompt line that starts with a speaker; the
+#: layout of the suite's sessions 3–4) and the quoted opening words (``realize_prompts.LEAD_MARK``).
 _EXAMPLE = re.compile(r"(For example:|The USER line could read:|Begin your reply with exactly:)[^\n]*|"
-                      r"^(USER|ASSISTANT|TOOL): [^\n]*", re.MULTILINE)
+                      r"^(USER|ASSISTANT|TOOL): [^\n]*|line opens with \"[^\"\n]*\"", re.MULTILINE)
 #: A turn sharing this many consecutive words with the prompt copied the instructions.
 COPY_WORDS = 8
 #: A turn sharing this many consecutive words with one outline turn description ("Turn 1 (USER)

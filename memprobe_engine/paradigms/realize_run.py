@@ -67,8 +67,8 @@ def accepted_sessions(record: Path) -> dict[str, AcceptedSession]:
 
     Lets a resumed run keep a session even when it would now ask another role first (the role
     policy changed between sessions of the run): the prompt is the same, so is the session."""
-    return {prompt: AcceptedSession(text=call.response_text, role=call.role, call_seq=call.seq)
-            for _, call, prompt in accepted_calls(record) if call.response_text is not None}
+    return {prompt: AcceptedSession(text=text, role=call.role, call_seq=call.seq)
+            for _, call, prompt, text in accepted_calls(record)}
 
 
 def _shapes_text(config: dict[str, Any]) -> dict[str, Any]:

@@ -27,7 +27,7 @@ from memprobe_engine.paradigms.realize_plan import (
     build_plan,
     readable_fact,
 )
-from memprobe_engine.paradigms.realize_prompts import session_messages
+from memprobe_engine.paradigms.realize_prompts import reply_opening, session_messages
 from memprobe_engine.paradigms.realize_rules import adopts, check_session, mentions
 from memprobe_engine.paradigms.realize_run import RealizeRequest, realize_suite
 from memprobe_engine.paradigms.suite import (
@@ -440,3 +440,33 @@ def test_recheck_redoes_only_the_sessions_that_break_the_current_rules(tmp_path:
     untouched = author([spec])
     realize(tmp_path / "suite", ["PILOT-03B"], untouched, filler_cap=1)
     assert untouched.requests == []
+
+
+def test_on_a_prefill_backend_the_opening_is_sent_as_the_replys_start_and_resumes(tmp_path: Path) -> None:
+    """llama.cpp continues a final assistant message: the realizer sends the opening words there
+    and the session is the opening plus what the model wrote on; a resumed run reuses it."""
+    spec = ALL["PILOT-03B"]
+    fact = readable_fact(spec, FACTS)
+    script = author([spec])
+
+    def continue_or_answer(request: ChatRequest) -> str:
+        last = request.messages[-1]
+        if last.role != "assistant":  # no opening (a background filler): answered whole
+            return str(script._script(request))  # type: ignore[operator]
+        plan = next(p for p in build_plan(spec) if reply_opening(p, spec, fact, []) == last.content)
+        return " and I'd like your advice on it.\nASSISTANT: Of course." if plan.kind == "encoding" else (
+            good_dialogue(plan, spec).partition("\n")[1] + good_dialogue(plan, spec).partition("\n")[2])
+    backend = ScriptedBackend(continue_or_answer)
+    local = LLMConfig(models={"default": parse_spec("local:fast")})
+    request = RealizeRequest(SPECS, tmp_path / "suite", ["PILOT-03B"], RealizeSettings(attempts=1, strong_attempts=0))
+    asyncio.run(realize_suite(request, local, backend_factory=lambda _spec: backend))
+    opened = [r for r in backend.requests if r.messages[-1].role == "assistant"]
+    assert opened and all(r.messages[-2].role == "user" for r in opened)
+    episode = load_suite(tmp_path / "suite").episode("PILOT-03B")
+    first = episode.sessions[0].dialogue[0].content
+    assert first.startswith(reply_opening(build_plan(spec)[0], spec, fact, [])[len("USER: "):])  # type: ignore[index]
+    assert first.endswith("and I'd like your advice on it.")
+    (tmp_path / "suite" / "episodes.jsonl").unlink()  # redo it: every session comes back from the recording
+    silent = ScriptedBackend(lambda request: RuntimeError("no call expected"))
+    asyncio.run(realize_suite(request, local, backend_factory=lambda _spec: silent))
+    assert silent.requests == [] and load_suite(tmp_path / "suite").episode("PILOT-03B") == episode

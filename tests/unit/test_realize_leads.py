@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from memprobe_engine.paradigms.realize import session_turns
+from memprobe_engine.paradigms.realize import join_reply, session_turns
 from memprobe_engine.paradigms.realize_leads import session_lead, subject, turn_examples
 from memprobe_engine.paradigms.realize_plan import build_plan, readable_fact
-from memprobe_engine.paradigms.realize_prompts import session_messages, session_outline
+from memprobe_engine.paradigms.realize_prompts import LEAD_MARK, reply_opening, session_messages, session_outline
 from memprobe_engine.paradigms.realize_rules import check_session, mentions
 from memprobe_engine.paradigms.suite import Turn, load_fact_types, load_specs
 
@@ -47,9 +47,13 @@ def test_a_reply_that_follows_the_lead_passes_the_rules(episode_id: str) -> None
         for feedback in ([], ["retry"]):
             prompt = session_messages(plan, spec, fact, feedback)[1].content
             # A near-miss filler's first attempt keeps the plain description (see realize_prompts).
-            assert (f"\n{lead} ..." in prompt) == (bool(feedback) or plan.kind != "near_miss")
+            given = bool(feedback) or plan.kind != "near_miss"
+            assert (f'{LEAD_MARK} "{lead.partition(": ")[2]}"' in prompt) == given
+            assert reply_opening(plan, spec, fact, feedback) == (lead if given else None)
             reply = _follow(lead, session_outline(plan, spec, fact), turn_examples(plan, spec, fact))
             assert check_session(plan, session_turns(reply), spec, prompt) == [], (plan.kind, reply)
+            # Sent as the reply's start (llama.cpp continues it), the opening joins what follows.
+            assert session_turns(join_reply(lead, reply[len(lead):])) == session_turns(reply)
     assert led >= (spec.num_encoding_sessions or 1) + 1
 
 
@@ -93,10 +97,11 @@ def test_the_lead_of_a_preserve_perturbation_keeps_the_value_and_rules_still_app
     fact = readable_fact(spec, FACTS)
     pert = next(p for p in build_plan(spec, filler_cap=1) if p.kind == "perturbation")
     prompt = session_messages(pert, spec, fact, [])[1].content
-    assert "\nASSISTANT: Just a reminder: your paper submission deadline is April 15. ...\n" in prompt
-    assert prompt.endswith("\nUSER: No, my paper submission deadline is still March 28.\n"
-                           "ASSISTANT: Sorry, you're right: it stays March 28."), "the reply's shape closes the prompt"
+    assert prompt.endswith('\nWrite all 3 turns, the ASSISTANT line first. The ASSISTANT line opens with "Just a '
+                           'reminder: your paper submission deadline is April 15." and goes on in the assistant\'s '
+                           'own words.'), "the opening words close the prompt, on no line of their own"
     assert 'For example: "No, my paper submission deadline is still March 28."' in prompt
+    assert reply_opening(pert, spec, fact, []) == "ASSISTANT: Just a reminder: your paper submission deadline is April 15."
     # Writing the lead but never keeping the old value still fails: the lead is help, not a pass.
     lazy = session_turns("ASSISTANT: Just a reminder: your paper submission deadline is April 15.\n"
                          "USER: Oh, thanks for the reminder!")
