@@ -38,7 +38,7 @@ from memprobe_engine.paradigms.realize_plan import (
     build_probes,
     readable_fact,
 )
-from memprobe_engine.paradigms.realize_prompts import reply_opening, session_messages
+from memprobe_engine.paradigms.realize_prompts import reply_start, session_messages
 from memprobe_engine.paradigms.realize_rules import check_session
 from memprobe_engine.paradigms.suite import (
     EPISODES_FILE,
@@ -319,7 +319,7 @@ class Realizer:
                 stop = None if plan.kind.startswith("perturbation") else TWO_TURN_STOP
                 params = SamplingParams(temperature=self.settings.temperature, max_tokens=self.settings.max_tokens,
                                         seed=_seed(self.settings.seed, prompt, attempt), stop=stop)
-                opening = (reply_opening(plan, spec, fact, feedback)
+                opening = (reply_start(plan, spec, fact, feedback)
                            if self.chat.spec_for(role).backend in PREFILL_BACKENDS else None)
                 if opening is not None:
                     messages = [*messages, ChatMessage(role="assistant", content=opening)]

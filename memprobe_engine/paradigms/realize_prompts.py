@@ -12,6 +12,8 @@ turn-by-turn outline with the values written in (see :func:`session_messages`).
 
 from __future__ import annotations
 
+import re
+
 from memprobe_engine.llm.types import ChatMessage
 from memprobe_engine.paradigms.realize_leads import session_lead, turn_examples
 from memprobe_engine.paradigms.realize_plan import UPDATE, SessionPlan
@@ -23,6 +25,8 @@ SYSTEM = ("You write short, realistic chat sessions between a user and their AI 
           "and never mention a value you were told to avoid.")
 
 _OPENER = {"ASSISTANT": "Just a reminder:", "TOOL": "$"}
+#: Opening words that end a sentence.
+_WHOLE = re.compile(r"[.!?]\s*$")
 #: Introduces the reply's first words, in quotes, after the speaker ("The USER line opens with
 #: \"…\""); the rules do not count copying those words as copying the instructions
 #: (``realize_rules._EXAMPLE``).
@@ -74,6 +78,18 @@ def reply_opening(plan: SessionPlan, spec: LatentSpec, fact: str, feedback: list
     if not (plan.kind.startswith("perturbation") or feedback) and plan.kind in _LEAD_ON_RETRY:
         return None
     return session_lead(plan, spec, fact)
+
+
+def reply_start(plan: SessionPlan, spec: LatentSpec, fact: str, feedback: list[str]) -> str | None:
+    """What a prefill backend is sent as the start of the reply: the opening words, and where they
+    are a whole sentence (a decoy's refusal, a relayed claim kept at bay) also the next speaker's
+    tag. Given only a whole sentence, the 1.5B model ended the reply there: 12 of the first 16
+    decoy checks of session 5 were one-turn sessions."""
+    opening = reply_opening(plan, spec, fact, feedback)
+    if opening is None or not _WHOLE.search(opening):
+        return opening
+    turns = session_outline(plan, spec, fact)
+    return f"{opening}\n{turns[1][0]}:" if len(turns) > 1 else opening
 
 
 def _shape(lead: str, turns: list[tuple[str, str]]) -> list[str]:

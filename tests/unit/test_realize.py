@@ -27,7 +27,7 @@ from memprobe_engine.paradigms.realize_plan import (
     build_plan,
     readable_fact,
 )
-from memprobe_engine.paradigms.realize_prompts import reply_opening, session_messages
+from memprobe_engine.paradigms.realize_prompts import reply_start, session_messages
 from memprobe_engine.paradigms.realize_rules import adopts, check_session, mentions
 from memprobe_engine.paradigms.realize_run import RealizeRequest, realize_suite
 from memprobe_engine.paradigms.suite import (
@@ -453,7 +453,10 @@ def test_on_a_prefill_backend_the_opening_is_sent_as_the_replys_start_and_resume
         last = request.messages[-1]
         if last.role != "assistant":  # no opening (a background filler): answered whole
             return str(script._script(request))  # type: ignore[operator]
-        plan = next(p for p in build_plan(spec) if reply_opening(p, spec, fact, []) == last.content)
+        plan = next(p for p in build_plan(spec) if reply_start(p, spec, fact, []) == last.content)
+        if last.content.endswith("\nASSISTANT:"):  # a whole-sentence opening (the decoy's refusal)
+            assert plan.kind == "decoy_nonupdate"
+            return " Makes sense, it stays."
         return " and I'd like your advice on it.\nASSISTANT: Of course." if plan.kind == "encoding" else (
             good_dialogue(plan, spec).partition("\n")[1] + good_dialogue(plan, spec).partition("\n")[2])
     backend = ScriptedBackend(continue_or_answer)
@@ -462,10 +465,13 @@ def test_on_a_prefill_backend_the_opening_is_sent_as_the_replys_start_and_resume
     asyncio.run(realize_suite(request, local, backend_factory=lambda _spec: backend))
     opened = [r for r in backend.requests if r.messages[-1].role == "assistant"]
     assert opened and all(r.messages[-2].role == "user" for r in opened)
+    assert any(r.messages[-1].content.endswith("\nASSISTANT:") for r in opened)
     episode = load_suite(tmp_path / "suite").episode("PILOT-03B")
     first = episode.sessions[0].dialogue[0].content
-    assert first.startswith(reply_opening(build_plan(spec)[0], spec, fact, [])[len("USER: "):])  # type: ignore[index]
+    assert first.startswith(reply_start(build_plan(spec)[0], spec, fact, [])[len("USER: "):])  # type: ignore[index]
     assert first.endswith("and I'd like your advice on it.")
+    decoy = next(s for s in episode.sessions if s.session_type == "filler_decoy_nonupdate")
+    assert [t.content for t in decoy.dialogue][1] == "Makes sense, it stays."
     (tmp_path / "suite" / "episodes.jsonl").unlink()  # redo it: every session comes back from the recording
     silent = ScriptedBackend(lambda request: RuntimeError("no call expected"))
     asyncio.run(realize_suite(request, local, backend_factory=lambda _spec: silent))
