@@ -83,8 +83,8 @@ def reply_opening(plan: SessionPlan, spec: LatentSpec, fact: str, feedback: list
 def reply_start(plan: SessionPlan, spec: LatentSpec, fact: str, feedback: list[str]) -> str | None:
     """What a prefill backend is sent as the start of the reply: the opening words, and where they
     are a whole sentence (a decoy's refusal, a relayed claim kept at bay) also the next speaker's
-    tag. Given only a whole sentence, the 1.5B model ended the reply there: 12 of the first 16
-    decoy checks of session 5 were one-turn sessions."""
+    tag. Given only a whole sentence, the 1.5B model ended the reply there: 13 of the 21
+    decoy checks of session 5's first chunk were one-turn sessions."""
     opening = reply_opening(plan, spec, fact, feedback)
     if opening is None or not _WHOLE.search(opening):
         return opening
