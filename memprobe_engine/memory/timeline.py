@@ -25,6 +25,9 @@ from memprobe_engine.events.reader import DamagedEvent, RecordingReader
 from memprobe_engine.events.recorder import Recorder
 
 CHECKPOINT_EVERY = 200
+#: Stores kept per (unit, system) from the latest rebuilds: stepping a turn or a session needs the store
+#: a few ops from the one just shown, not up to CHECKPOINT_EVERY patches from the last checkpoint.
+RECENT_STATES = 8
 MEMORY_KINDS = ("memory_op", "memory_snapshot")
 _TOKENS = tuple(f'"kind":"{kind}"'.encode() for kind in MEMORY_KINDS)
 
@@ -56,6 +59,9 @@ class _Track:
     reset_positions: list[int] = field(default_factory=list)
     checkpoint_positions: list[int] = field(default_factory=lambda: [0])
     checkpoints: dict[int, dict[str, Any]] = field(default_factory=lambda: {0: {"items": {}}})
+    #: Position → state of the latest rebuilds (oldest first, at most RECENT_STATES), shared like
+    #: the checkpoints: a rebuild starting from one copies before it changes an item.
+    recent: dict[int, dict[str, Any]] = field(default_factory=dict)
 
 
 class StoreTimeline:
@@ -123,13 +129,17 @@ class StoreTimeline:
         track = self._tracks.get((unit, system)) or _Track()  # no events yet: the empty store
         target = bisect.bisect_right(track.seqs, upto_seq)  # apply events [0, target)
         checkpoint = track.checkpoint_positions[bisect.bisect_right(track.checkpoint_positions, target) - 1]
+        recent = max((p for p in track.recent if checkpoint < p <= target), default=None)
         snapshot = bisect.bisect_left(track.snapshot_positions, target) - 1
         snapshot_start = track.snapshot_positions[snapshot] if snapshot >= 0 else -1
-        if snapshot_start >= checkpoint:
+        if snapshot_start >= (checkpoint if recent is None else recent):
             snapshot_event = self._event(track.lines[snapshot_start], unit, system)
             assert snapshot_event.kind == "memory_snapshot"  # snapshot_positions index snapshots only
             state = self._snapshot_state(snapshot_event)
             start = snapshot_start + 1
+        elif recent is not None:
+            state = _share(track.recent[recent])
+            start = recent
         else:
             state = _share(track.checkpoints[checkpoint])
             start = checkpoint
@@ -153,6 +163,10 @@ class StoreTimeline:
                 track.checkpoints[position + 1] = _share(state)
                 owned = set()  # the checkpoint holds them now: copy before changing them again
                 bisect.insort(track.checkpoint_positions, position + 1)
+        track.recent.pop(target, None)
+        track.recent[target] = state  # no longer changed here: the next rebuild from it copies first
+        while len(track.recent) > RECENT_STATES:
+            del track.recent[next(iter(track.recent))]
         return dict(state["items"])
 
     def _event(self, line: int, unit: str, system: str) -> MemoryOp | MemorySnapshot:

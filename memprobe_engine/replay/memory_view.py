@@ -3,6 +3,8 @@ before (added, updated, unchanged) plus the items that step deleted, and an item
 
 from __future__ import annotations
 
+import threading
+import weakref
 from dataclasses import dataclass
 from typing import Any
 
@@ -116,21 +118,56 @@ def store_note(session: ReplaySession) -> str | None:
     return None
 
 
+@dataclass(frozen=True)
+class _OpLine:
+    """What the memory view needs to know of one memory event without parsing it as a model."""
+
+    seq: int
+    line: int | None
+    kind: str | None  # None: a damaged line (the store view reports it)
+    reset: bool
+    item_ids: tuple[str, ...]
+
+
+#: Per session, per (unit, system): its memory events read once as plain JSON. Every stepping key
+#: asked which ops wrote each item (and an item's history) by re-reading every op of the store.
+_OPS: weakref.WeakKeyDictionary[ReplaySession, dict[tuple[str, str], list[_OpLine]]] = weakref.WeakKeyDictionary()
+_OPS_LOCK = threading.Lock()
+
+
+def _ops(session: ReplaySession, unit: str, system: str) -> list[_OpLine]:
+    """The store's memory events in order, extended with those a live run appended since."""
+    seqs = session.memory_seqs(unit, system)
+    with _OPS_LOCK:
+        known = _OPS.setdefault(session, {}).setdefault((unit, system), [])
+        for seq in seqs[len(known):]:
+            line = session.line_of_seq(seq)
+            try:
+                data = orjson.loads(session.raw(line)) if line is not None else None
+            except orjson.JSONDecodeError:
+                data = None
+            if not isinstance(data, dict):
+                known.append(_OpLine(seq, line, None, False, ()))
+                continue
+            ids = data.get("item_ids")
+            known.append(_OpLine(seq, line, str(data.get("kind")), data.get("op") == "reset",
+                                 tuple(str(i) for i in ids) if isinstance(ids, list) else ()))
+        return list(known)
+
+
 def item_history(session: ReplaySession, unit: str, system: str, item_id: str,
                  upto_seq: int | None = None) -> list[MemoryOp | MemorySnapshot]:
     """Every memory op of the store that touched ``item_id`` (up to ``upto_seq``), oldest first, with the
     snapshots (checkpoints) among them."""
     out: list[MemoryOp | MemorySnapshot] = []
-    for seq in session.memory_seqs(unit, system):
-        if upto_seq is not None and seq > upto_seq:
+    for op in _ops(session, unit, system):
+        if upto_seq is not None and op.seq > upto_seq:
             break
-        line = session.line_of_seq(seq)
-        if line is None:
+        if op.line is None or op.kind is None:
             continue
-        raw = session.raw(line)
-        if f'"{item_id}"'.encode() not in raw and b'"op":"reset"' not in raw and b"memory_snapshot" not in raw:
-            continue  # cheap byte test first: most ops of a big store touch other items
-        event = session.event_or_none(line)
+        if not op.reset and op.kind != "memory_snapshot" and item_id not in op.item_ids:
+            continue  # most ops of a big store touch other items
+        event = session.event_or_none(op.line)
         if event is None:
             continue
         if event.kind == "memory_op" and event.op == "reset":
@@ -155,25 +192,20 @@ class ItemWrites:
 
 def item_writes(session: ReplaySession, unit: str, system: str, upto_seq: int) -> ItemWrites:
     """Which ops wrote each item of the store at ``upto_seq``: one pass over the store's op lines
-    (plain JSON, no validation), restarting at each reset, so a failed attempt's writes never mix
-    with its resume's."""
+    (plain JSON, no validation, read once per store), restarting at each reset, so a failed
+    attempt's writes never mix with its resume's."""
     seqs: dict[str, list[int]] = {}
     snapshot: int | None = None
-    for seq in session.memory_seqs(unit, system):
-        if seq > upto_seq:
+    for op in _ops(session, unit, system):
+        if op.seq > upto_seq:
             break
-        line = session.line_of_seq(seq)
-        try:
-            data = orjson.loads(session.raw(line)) if line is not None else None
-        except orjson.JSONDecodeError:
+        if op.kind is None:
             continue  # a damaged line: the store view reports it
-        if not isinstance(data, dict):
-            continue
-        if data.get("kind") == "memory_snapshot":
-            snapshot = seq
-        elif data.get("op") == "reset":
+        if op.kind == "memory_snapshot":
+            snapshot = op.seq
+        elif op.reset:
             seqs, snapshot = {}, None
         else:
-            for item_id in data.get("item_ids") or []:
-                seqs.setdefault(str(item_id), []).append(seq)
+            for item_id in op.item_ids:
+                seqs.setdefault(item_id, []).append(op.seq)
     return ItemWrites(seqs, snapshot)

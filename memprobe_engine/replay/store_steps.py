@@ -33,7 +33,15 @@ def labeller(session: ReplaySession, steps: Labelled, after: str = "after rollou
     ranges = sorted((step.first_line, step.last_line, label) for step, label in steps)
     firsts = [r[0] for r in ranges]
 
+    known: dict[int, str] = {}  # the memory view labels every item's writes on each step
+
     def label(seq: int) -> str:
+        found = known.get(seq)
+        if found is None:
+            found = known[seq] = _label(seq)
+        return found
+
+    def _label(seq: int) -> str:
         line = session.line_of_seq(seq)
         if line is None or not ranges:
             return f"seq {seq}"

@@ -8,16 +8,30 @@ no focus still shows where its cursor stands.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from rich.segment import Segment
 from rich.style import Style
 from textual.strip import Strip
 from textual.widgets import DataTable, OptionList
+from textual.widgets.data_table import RowKey
 
 CURSOR_MARK = "▶"
 
 
 class MarkedCursorTable(DataTable[object]):
     """A DataTable drawing :data:`CURSOR_MARK` before its cursor row (row cursor) or cell (cell cursor)."""
+
+    def _update_dimensions(self, new_rows: Iterable[RowKey]) -> None:
+        # Textual measures every cell of every new row to size its auto-width columns. These tables
+        # give each column its width (widgets/table_fill.py), so that measuring decided nothing and
+        # cost a refilled store of ~100 items 7–9 ms per step (bench/tui.py); the virtual size is
+        # still computed. Rows with labels or an automatic height are measured as before.
+        rows = list(new_rows)
+        if not any(column.auto_width for column in self.columns.values()) and all(
+                row is None or (row.label is None and not row.auto_height) for row in map(self.rows.get, rows)):
+            rows = []
+        super()._update_dimensions(rows)
 
     def _render_line(self, y: int, x1: int, x2: int, base_style: Style) -> Strip:
         strip = super()._render_line(y, x1, x2, base_style)
