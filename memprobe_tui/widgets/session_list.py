@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rich.text import Text
+from textual.reactive import reactive
 from textual.widgets.option_list import Option
 
 from memprobe_tui.widgets.cursor_mark import MarkedOptionList
@@ -74,6 +75,20 @@ class SessionList(MarkedOptionList):
         text-style: bold;
     }
     """
+
+    #: A step moves the highlight: redraw the two options it left and reached, not all ~25 lines of
+    #: the list (a whole-list repaint was a sixth of a session step, bench/tui_paradigms.py).
+    highlighted: reactive[int | None] = reactive(None, repaint=False)
+
+    def watch_highlighted(self, old: int | None, new: int | None) -> None:
+        lines = self._index_to_line
+        for index in (old, new):
+            y = lines.get(index) if index is not None else None
+            if y is None:
+                self.refresh()  # not laid out yet (new options): the whole list
+            else:
+                self.refresh_lines(y, self._heights.get(index, 1))
+        super().watch_highlighted(new)
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
