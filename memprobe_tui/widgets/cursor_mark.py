@@ -16,10 +16,12 @@ from textual.strip import Strip
 from textual.widgets import DataTable, OptionList
 from textual.widgets.data_table import RowKey
 
+from memprobe_tui.widgets.pass_style import StylePerPass
+
 CURSOR_MARK = "▶"
 
 
-class MarkedCursorTable(DataTable[object]):
+class MarkedCursorTable(StylePerPass, DataTable[object]):
     """A DataTable drawing :data:`CURSOR_MARK` before its cursor row (row cursor) or cell (cell cursor)."""
 
     def _update_dimensions(self, new_rows: Iterable[RowKey]) -> None:

@@ -24,6 +24,7 @@ from textual.reactive import Reactive
 from textual.widgets import RichLog
 
 from memprobe_tui.messages import ShowText
+from memprobe_tui.widgets.pass_style import StylePerPass
 from memprobe_tui.widgets.search_prompt import Matches, SearchPrompt
 
 MATCH_STYLE = "reverse"  # visible without colour (NO_COLOR, monochrome terminals)
@@ -35,7 +36,7 @@ def plain_text(lines: Iterable[RenderableType]) -> str:
                      for line in lines)
 
 
-class DetailLog(RichLog):
+class DetailLog(StylePerPass, RichLog):
     """Replaces its whole content at once, scrolled to the top (a detail, not a growing log)."""
 
     #: The pane's region never depends on its content (the screen sets its height), so a new content
