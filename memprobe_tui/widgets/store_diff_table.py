@@ -49,7 +49,8 @@ class StoreDiffTable(MarkedCursorTable):
             text = " ".join(item_text(row.item).split())
             self.add_row(Text(row.mark, style=style), Text(row.item_id[:14], style=style),
                          Text(group[:10], style="dim" if row.mark == " " else style),
-                         Text(text[:160], style="strike dim" if row.mark == "-" else ""),
+                         # cut to the column's width already: no word wrapping to compute (3x cheaper)
+                         Text(text[:160], style="strike dim" if row.mark == "-" else "", no_wrap=True),
                          key=("-" if row.mark == "-" else "") + row.item_id)
         if self.row_count:
             self.move_cursor(row=min(keep, self.row_count - 1))

@@ -49,7 +49,8 @@ class StoreTable(SearchableTable):
                 Text(row.mark, style=style), *marks, Text(row.item_id, style=style),
                 Text(written.get(row.item_id, "")[:14], style="cyan"),
                 Text(group[:12], style="dim" if row.mark == " " else style),
-                Text(text[:300], style="strike dim" if row.mark == "-" else ""))))
+                # within its column's width (table_fill): no word wrapping to compute on each draw
+                Text(text[:300], style="strike dim" if row.mark == "-" else "", no_wrap=True))))
         fill_table(self, columns, cells)
 
     def selected_key(self) -> str | None:
