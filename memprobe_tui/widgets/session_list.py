@@ -79,16 +79,18 @@ class SessionList(MarkedOptionList):
     #: A step moves the highlight: redraw the two options it left and reached, not all ~25 lines of
     #: the list (a whole-list repaint was a sixth of a session step, bench/tui_paradigms.py).
     highlighted: reactive[int | None] = reactive(None, repaint=False)
+    _drawn_highlight: int | None = None  # the option drawn highlighted (redrawn when it moves)
 
-    def watch_highlighted(self, old: int | None, new: int | None) -> None:
+    def watch_highlighted(self, highlighted: int | None) -> None:
         lines = self._index_to_line
-        for index in (old, new):
+        for index in (self._drawn_highlight, highlighted):
             y = lines.get(index) if index is not None else None
-            if y is None:
+            if y is None or index is None:
                 self.refresh()  # not laid out yet (new options): the whole list
             else:
                 self.refresh_lines(y, self._heights.get(index, 1))
-        super().watch_highlighted(new)
+        self._drawn_highlight = highlighted
+        super().watch_highlighted(highlighted)
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
