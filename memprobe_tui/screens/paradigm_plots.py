@@ -35,28 +35,31 @@ def _cell(acc: Accuracy) -> str:
 
 
 def figure_lines(figures: list[ParadigmFigures]) -> list[Text]:
-    """The figures as a text table: paradigms down, systems across, each cell ``acc plast stab``."""
+    """The figures as a text table: paradigms down, systems across, each cell ``acc plast stab (n)``."""
     systems = list(dict.fromkeys(f.system for f in figures))
     paradigms = list(dict.fromkeys(f.paradigm for f in figures))
     cell = {(f.system, f.paradigm): f for f in figures}
     width = max([len(p) for p in paradigms] + [len("paradigm")])
-    column = max([17, *(len(s) + 4 for s in systems)])
-    head = Text(f"{'paradigm':<{width}} ", style="bold")
+    column = max([20, *(len(s) + 3 for s in systems)])
+    head = Text(f"{'paradigm':<{width}}", style="bold")
     for index, system in enumerate(systems):
         head.append(f" {mark_of(index)} {system:<{column - 3}}", style="bold")
-    lines = [head, Text(f"{'':<{width}} " + "".join(f" {'acc  plast stab (n)':<{column - 1}}" for _ in systems),
+    lines = [head, Text(" " * width + "".join(f" {_row('acc', 'plast', 'stab', 'n'):<{column - 1}}" for _ in systems),
                         style="dim")]
     for paradigm in paradigms:
-        line = Text(f"{paradigm:<{width}} ", style="bold" if paradigm == ALL_PARADIGMS else "")
+        line = Text(f"{paradigm:<{width}}", style="bold" if paradigm == ALL_PARADIGMS else "")
         for system in systems:
             found = cell.get((system, paradigm))
-            shown = "—" if found is None else \
-                f"{_cell(found.accuracy)} {_cell(found.plasticity)} {_cell(found.stability)} ({found.accuracy.scored})"
+            shown = "—" if found is None else _row(_cell(found.accuracy), _cell(found.plasticity),
+                                                   _cell(found.stability), str(found.accuracy.scored))
             line.append(f" {shown:<{column - 1}}")
         lines.append(line)
-    lines.append(Text("plast: should-update probes · stab: should-preserve probes · —: none scored",
-                      style="dim"))
+    lines.append(Text("plast: should-update probes · stab: should-preserve probes · —: none scored", style="dim"))
     return lines
+
+
+def _row(acc: str, plast: str, stab: str, n: str) -> str:
+    return f"{acc:<4} {plast:<5} {stab:<4} ({n})"
 
 
 class ParadigmPlotsScreen(ReplayScreen):
