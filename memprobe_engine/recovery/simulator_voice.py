@@ -19,7 +19,7 @@ _MARKERS: tuple[tuple[str, str], ...] = (
                     r"(?:help|assist)\b"),
     ("offers help", r"\b(?:sure|certainly|of course|absolutely)[!,.]? i can help\b"),
     ("offers help", r"\bi can (?:help|assist) you\b"),
-    ("offers more help", r"\b(?:is there )?anything else (?:you need|i can|you(?:'|’)?d like)\b"),
+    ("offers more help", r"\b(?:is there )?anything else (?:you need|i can|you(?:'|’)?d like|you would like)\b"),
     ("offers more help", r"\blet me know if (?:there(?:'|’)?s anything|you have any (?:other |more )?questions|you "
                          r"need anything (?:else|more))\b"),
     ("asks how the advice works out", r"\b(?:works?|worked|goes|went|turns? out) (?:best |well |out )?for you\b"),

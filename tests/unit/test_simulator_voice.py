@@ -69,6 +69,9 @@ def test_a_reply_that_asks_how_the_advice_works_for_you_is_out_of_role() -> None
     reason = out_of_role_reason(MISSED_SLIP)
     assert reason is not None and "works best for you" in reason
     assert out_of_role_reason(LOG_SLIP) is not None
+    # The live quick job's last line under the chat-log framing (2026-12-03), and a user's own question.
+    assert out_of_role_reason("Is there anything else you would like to know about laundry?") is not None
+    assert out_of_role_reason("Is there anything else I should know before I start washing?") is None
     assert out_of_role_reason("ok, I'll try the vinegar first and see if it works for me") is None
 
 
