@@ -119,8 +119,10 @@ def session_lead(plan: SessionPlan, spec: LatentSpec, fact: str) -> str | None:
         if condition == "reactivated":
             return f"USER: You remember {me} has been {initial}, right?"
         if condition == "direct":
-            return f"USER: {_cap(me)} is now {new},"
-        return f"USER: {_cap(me)} has changed from {initial} to {new},"
+            return f"USER: {_cap(me)} is now {new}, because"
+        # "…, because": ending on the comma, the models went on with the outline's own words ("…
+        # to April 15, and why?"), all four attempts at PILOT-02A in session 5.
+        return f"USER: {_cap(me)} has changed from {initial} to {new}, because"
     if condition == "assistant_noise":
         return f"ASSISTANT: Just a reminder: {you} is {new}."
     if condition == "third_party_noise":
