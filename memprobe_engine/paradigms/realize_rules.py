@@ -66,6 +66,8 @@ COPY_WORDS = 8
 OUTLINE_COPY_WORDS = 10
 #: An outline line of a prompt: the turn's description, without its "For example" line.
 _OUTLINE_TURN = re.compile(r"^Turn \d+ \((?:USER|ASSISTANT|TOOL)\) (.*?)(?: For example:.*)?$", re.MULTILINE)
+#: A run of this many words said three times in one turn is a generation loop (see :func:`loops`).
+LOOP_WORDS = 6
 #: The vocabulary of the instructions (third-person stage directions), not of a dialogue.
 _INSTRUCTION_WORDS = frozenset({"user", "user's", "assistant", "assistant's", "turn", "turns", "says", "mentions",
                                 "recalls", "asks", "acknowledges", "confirms", "agrees", "notes", "corrects",
@@ -208,6 +210,18 @@ def _runs(words: Sequence[str], size: int) -> Iterator[tuple[str, ...]]:
     return (tuple(words[i:i + size]) for i in range(len(words) - size + 1))
 
 
+def loops(text: str) -> bool:
+    """The same ``LOOP_WORDS`` consecutive words three times in one turn: the small model's
+    generation loop (PILOT-10A's P1 in session 5: "The new place or climbing gym, the new place or
+    climbing gym, …" up to the token cap)."""
+    seen: dict[tuple[str, ...], int] = {}
+    for gram in _runs(normalize(text).split(), LOOP_WORDS):
+        seen[gram] = seen.get(gram, 0) + 1
+        if seen[gram] == 3:
+            return True
+    return False
+
+
 def narrates(turns: Sequence[Turn]) -> bool:
     """A turn repeats the instructions instead of speaking (``The user says…``, ``[TOOL_OUTPUT]``)."""
     return any(_NARRATION.search(t.content) for t in turns)
@@ -236,6 +250,8 @@ def check_session(plan: SessionPlan, turns: Sequence[Turn], spec: LatentSpec,
         problems.append('a turn is empty or only "...": write the words that person actually says')
     if not any(t.role == "user" for t in turns):
         problems.append("the user never speaks")
+    if any(loops(t.content) for t in turns):
+        problems.append("a turn says the same words over and over: say each thing once")
     text = "\n".join(t.content for t in turns)
     vals = spec_values(spec)
     for value in plan.must:

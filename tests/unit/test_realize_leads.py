@@ -122,3 +122,15 @@ def test_a_copied_placeholder_is_dropped_and_a_placeholder_turn_fails() -> None:
     kept = session_turns("USER: My friend Sam's go-to coffee shop is Stumptown Coffee ...\n"
                          "ASSISTANT: Sam has good taste; I hear their pour-over is great.")
     assert check_session(confusable, kept, spec) == []
+
+
+def test_a_turn_that_loops_fails_and_a_repeated_value_does_not() -> None:
+    spec = ALL["PILOT-10A"]
+    p1 = next(p for p in build_plan(spec, filler_cap=1) if p.kind == "perturbation_p1")
+    said = Turn(role="user", content="My current gym membership is no longer YMCA Downtown: I found a new one that "
+                                     "suits me better, because it has a climbing wall.")
+    looped = [said, Turn(role="assistant", content="The new place or climbing gym, " * 6)]  # session 5's P1
+    assert any("over and over" in p for p in check_session(p1, looped, spec))
+    twice = [said, Turn(role="assistant", content="A climbing wall sounds fun; a climbing wall is good training "
+                                                  "and a climbing wall is social.")]
+    assert check_session(p1, twice, spec) == []
