@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pydantic import ValidationError
@@ -115,16 +116,30 @@ def test_the_user_line_is_parsed_from_what_the_server_returned() -> None:
         "Let me know if you need anything else."
 
 
-def test_an_out_of_role_reply_is_an_unusable_simulator_reply_with_its_reason(tmp_path: Path) -> None:
-    """Embedded framing on a scripted backend whose simulator always answers as the assistant: the
-    line is asked for again with the next seeds, then the reply is unusable and the reason is in the
-    recording."""
+def _embedded_run(tmp_path: Path, oracle: Any, max_turns: int) -> Any:
+    """One sim_01 unit on nomem under the embedded framing, answered by ``oracle``; its reader."""
     import asyncio
 
     from memprobe_engine.recovery.rollout import RolloutSettings
     from memprobe_engine.recovery.runner import RecoveryPlan, run_recovery
-    from tests.functional.recovery_oracle import RecoveryOracle, plan_for
+    from tests.functional.recovery_oracle import plan_for
     from tests.functional.test_recovery_run import config, dims
+
+    chosen = dims(1)
+    plan_for(chosen)
+    plan = RecoveryPlan(sessions_dir=ROOT / "sessions", users=["sim_01"], dimensions=chosen, systems=["nomem"],
+                        modes=["dump_all"],
+                        settings=RolloutSettings(max_turns=max_turns, framing="embedded", policy="audit"))
+    record = asyncio.run(run_recovery(plan, tmp_path / "rec", llm_config=config(),
+                                      backend_factory=lambda spec: oracle))
+    return open_recording(record)
+
+
+def test_an_out_of_role_reply_is_an_unusable_simulator_reply_with_its_reason(tmp_path: Path) -> None:
+    """Embedded framing on a scripted backend whose simulator always answers as the assistant: the
+    line is asked for again with the next seeds, then the reply is unusable and the reason is in the
+    recording."""
+    from tests.functional.recovery_oracle import RecoveryOracle
 
     class Assistantish(RecoveryOracle):
         def answer(self, request):  # type: ignore[no-untyped-def]
@@ -133,14 +148,8 @@ def test_an_out_of_role_reply_is_an_unusable_simulator_reply_with_its_reason(tmp
                 return role, f"{request.messages[-1].content}satisfied): {QUOTED[0]}"
             return role, text
 
-    chosen = dims(1)
-    plan_for(chosen)
     oracle = Assistantish()
-    plan = RecoveryPlan(sessions_dir=ROOT / "sessions", users=["sim_01"], dimensions=chosen, systems=["nomem"],
-                        modes=["dump_all"], settings=RolloutSettings(max_turns=2, framing="embedded", policy="audit"))
-    record = asyncio.run(run_recovery(plan, tmp_path / "rec", llm_config=config(),
-                                      backend_factory=lambda spec: oracle))
-    reader = open_recording(record)
+    reader = _embedded_run(tmp_path, oracle, max_turns=2)
     errors = [e for e in reader.iter_events(kinds=["error"]) if e.error_type == "SimulatorReplyUnusable"]
     assert errors and "speaks as the assistant" in (errors[0].message or "")
     seeds = [r.params.seed for r in oracle.requests if r.messages[-1].role == "assistant"]
@@ -153,21 +162,10 @@ def test_an_out_of_role_reply_is_an_unusable_simulator_reply_with_its_reason(tmp
 def test_an_in_role_line_ends_the_episode_as_the_user_said(tmp_path: Path) -> None:
     """Embedded framing on the scripted backend: the user's lines are read from the continued log, the
     second one is ``satisfied`` and ends the episode; no line is unusable and none is asked for twice."""
-    import asyncio
+    from tests.functional.recovery_oracle import RecoveryOracle
 
-    from memprobe_engine.recovery.rollout import RolloutSettings
-    from memprobe_engine.recovery.runner import RecoveryPlan, run_recovery
-    from tests.functional.recovery_oracle import RecoveryOracle, plan_for
-    from tests.functional.test_recovery_run import config, dims
-
-    chosen = dims(1)
-    plan_for(chosen)
     oracle = RecoveryOracle()
-    plan = RecoveryPlan(sessions_dir=ROOT / "sessions", users=["sim_01"], dimensions=chosen, systems=["nomem"],
-                        modes=["dump_all"], settings=RolloutSettings(max_turns=4, framing="embedded", policy="audit"))
-    record = asyncio.run(run_recovery(plan, tmp_path / "rec", llm_config=config(),
-                                      backend_factory=lambda spec: oracle))
-    reader = open_recording(record)
+    reader = _embedded_run(tmp_path, oracle, max_turns=4)
     said = [(e.feedback_type, e.content) for e in reader.iter_events(kinds=["message"])
             if e.role == "user" and (e.turn or 0) > 0]
     assert said == [("followup", "I usually do this after my night shift, and I like short checklists."),
