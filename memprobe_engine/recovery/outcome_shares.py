@@ -122,14 +122,6 @@ def header_specs(config: dict[str, object]) -> dict[str, str]:
             if isinstance(entry, dict) and isinstance(entry.get("spec"), str)}
 
 
-def _spec(config: dict[str, object], role: str) -> str | None:
-    models = config.get("models")
-    table = models.get("models") if isinstance(models, dict) else None
-    entry = table.get(role) if isinstance(table, dict) else None
-    spec = entry.get("spec") if isinstance(entry, dict) else None
-    return spec if isinstance(spec, str) else None
-
-
 def candidate_recordings(folders: Iterable[Path], exclude: Path | None = None) -> list[Path]:
     """Protocol-A run recordings directly inside ``folders`` (newest first, at most MAX_RECORDINGS),
     without ``exclude``."""
@@ -154,8 +146,7 @@ def measure_shares(folders: Iterable[Path], specs: dict[str, str], fixed_dialogu
                    exclude: Path | None = None) -> OutcomeShares:
     """Branch shares over the protocol-A runs in ``folders`` whose deciding role had the same model
     spec as ``specs`` gives it now (and the same feed where it matters: ``fixed_dialogues``; for the
-simulator also the same ``framing``); imports,
-    other protocols and unreadable recordings are skipped."""
+    simulator also the same ``framing``); imports, other protocols and unreadable recordings are skipped."""
     from memprobe_engine.errors import MemProbeError
     from memprobe_engine.events.header import read_header
     from memprobe_engine.events.reader import open_recording
@@ -168,12 +159,13 @@ simulator also the same ``framing``); imports,
             continue
         if config.get("suite") != "recovery" or config.get("source"):
             continue
+        used = header_specs(config)
         same_feed = isinstance(config.get("dialogues"), dict) == fixed_dialogues
         voice = not fixed_dialogues and same_feed and (config.get("framing") or "release") == framing and \
-            _spec(config, "simulator") == specs.get("simulator")
-        fills = same_feed and _spec(config, "slot_filler") == specs.get("slot_filler")
-        scores = fills and _spec(config, "recovery_judge") == specs.get("recovery_judge")
-        stages = _spec(config, "attribution_judge") == specs.get("attribution_judge")
+            used.get("simulator") == specs.get("simulator")
+        fills = same_feed and used.get("slot_filler") == specs.get("slot_filler")
+        scores = fills and used.get("recovery_judge") == specs.get("recovery_judge")
+        stages = used.get("attribution_judge") == specs.get("attribution_judge")
         if not (fills or stages or voice):
             continue
         name = recording.name
