@@ -43,6 +43,9 @@ if TYPE_CHECKING:
 
 INPUT_PROTOCOLS = ("full_context", "naive_rag", "time_aware_rag", "oracle_rag")
 HEURISTICS = ("latest_value", "always_update", "always_preserve", "source_preference")
+#: Headings of the retrieved sessions in the reader's prompt, plain and time-aware.
+RETRIEVED_HEADING = "RETRIEVED SESSIONS (a subset of the conversation history)"
+TIME_AWARE_HEADING = "RETRIEVED SESSIONS (a subset, labelled with their place in the timeline)"
 #: Session types that hold the gold evidence (everything that is not a filler).
 ORACLE_TYPES = frozenset({"encoding", "perturbation", "perturbation_p1", "perturbation_p2"})
 #: A session as the reader sees it (the same transcript session-granularity ingestion offers a system).
@@ -99,10 +102,10 @@ class SessionIndex:
         total = len(self.sessions)
         if time_aware:
             text, items = _retrieved(self.sessions, chosen, lambda _rank, pos: f"Session {pos + 1} of {total}")
-            heading = "RETRIEVED SESSIONS (a subset, labelled with their place in the timeline)"
+            heading = TIME_AWARE_HEADING
         else:
             text, items = _retrieved(self.sessions, chosen, lambda rank, _pos: f"Retrieved session {rank + 1}")
-            heading = "RETRIEVED SESSIONS (a subset of the conversation history)"
+            heading = RETRIEVED_HEADING
         return Evidence(heading=heading, text=text, retrieved=items)
 
 

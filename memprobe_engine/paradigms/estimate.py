@@ -26,9 +26,10 @@ from typing import Any
 from memprobe_engine.llm.usage_estimate import CostEstimate, Triple, answer_tokens
 from memprobe_engine.memory.base import SimClock
 from memprobe_engine.orchestration.units import select_units
-from memprobe_engine.paradigms.baselines import full_context_evidence, oracle_evidence, session_text
+from memprobe_engine.paradigms.baselines import (RETRIEVED_HEADING, TIME_AWARE_HEADING, full_context_evidence,
+                                                 oracle_evidence, session_text)
 from memprobe_engine.paradigms.protocol import ordered_sessions, session_observations
-from memprobe_engine.paradigms.reader import Evidence, reader_messages
+from memprobe_engine.paradigms.reader import MEMORY_HEADING, Evidence, reader_messages
 from memprobe_engine.paradigms.runner import ParadigmPlan, ParadigmRun, input_protocol_of
 from memprobe_engine.paradigms.suite import Episode
 
@@ -54,7 +55,7 @@ def estimate_paradigms(plan: ParadigmPlan) -> CostEstimate:
         if protocol == "memory":
             items = _memory_writes(estimate, plan, episode, system, generic)
             evidence = _k_of(items, plan.k)
-            heading = "MEMORIES (retrieved by the memory system for this question, best first)"
+            heading = MEMORY_HEADING
         else:
             sessions = ordered_sessions(episode)
             if protocol in ("full_context", "oracle_rag"):
@@ -63,7 +64,7 @@ def estimate_paradigms(plan: ParadigmPlan) -> CostEstimate:
                 heading = exact.heading
             else:
                 evidence = _k_of([len(session_text(s)) + _BLOCK_LABEL_CHARS + 2.0 for s in sessions], plan.session_k)
-                heading = "RETRIEVED SESSIONS (a subset of the conversation history)"
+                heading = TIME_AWARE_HEADING if protocol == "time_aware_rag" else RETRIEVED_HEADING
         for probe in episode.probes:
             shell = sum(len(m.content) for m in reader_messages(Evidence(heading=heading, text="x"), probe.question,
                                                                  probe.probe_type)) - 1

@@ -192,10 +192,14 @@ def item_text(hit: ScoredItem) -> str:
     return orjson.dumps(hit.item, default=str).decode()
 
 
+#: The heading of a memory system's search results in the reader's prompt.
+MEMORY_HEADING = "MEMORIES (retrieved by the memory system for this question, best first)"
+
+
 def memory_evidence(hits: Sequence[ScoredItem]) -> Evidence:
     """Evidence from a memory system's own search results, best first."""
     retrieved = [RetrievedItem(id=hit.id, text=item_text(hit), score=hit.score) for hit in hits]
-    return Evidence(heading="MEMORIES (retrieved by the memory system for this question, best first)",
+    return Evidence(heading=MEMORY_HEADING,
                     text="\n".join(item.text for item in retrieved), retrieved=retrieved)
 
 
