@@ -70,7 +70,7 @@ class ParadigmPlotsScreen(ReplayScreen):
 scored probes answered correctly; partial credit is not correct), and over all paradigms. Bottom:
 each system's **plasticity** (accuracy on the probes of should-update episodes, `█`) and
 **stability** (on should-preserve episodes, `░`), all paradigms pooled. A system's bars in the top
-plot are drawn with its own character (the table below names it), so a terminal without colour
+plot are drawn with its own character (the table's header names it), so a terminal without colour
 still tells them apart. The table under the plots gives every figure in numbers, per paradigm:
 `accuracy plasticity stability (probes scored)`; `—` where no such probe was scored (a bar of 0
 draws nothing; its number still shows). Execution errors are in no denominator, as in
@@ -129,8 +129,10 @@ draws nothing; its number still shows). Execution errors are in no denominator, 
         cell = {(f.system, f.paradigm): f.accuracy.accuracy or 0.0 for f in figures}
         if systems and paradigms:
             values = [[cell.get((s, p), 0.0) for p in paradigms] for s in systems]
-            # plotext takes ``labels`` and a marker per series (its stub says ``label`` and one marker)
-            plt.multiple_bar(paradigms, values, labels=systems,  # type: ignore[call-arg]
+            # No legend: plotext draws it over the plot's top-left bars (at 80×24 it hid the first
+            # paradigm's); the table below names each system's character. plotext takes a marker per
+            # series, though its stub says one.
+            plt.multiple_bar(paradigms, values,
                              marker=[mark_of(i) for i in range(len(systems))])  # type: ignore[arg-type]
             plt.ylim(0, 1)
         plt.title("accuracy per paradigm" + ("" if systems else ": nothing scored yet"))
@@ -145,8 +147,7 @@ draws nothing; its number still shows). Execution errors are in no denominator, 
         if systems:
             values = [[pooled[s].plasticity.accuracy or 0.0 for s in systems],
                       [pooled[s].stability.accuracy or 0.0 for s in systems]]
-            plt.multiple_bar(systems, values, labels=["plasticity", "stability"],  # type: ignore[call-arg]
-                             marker=list(SP_MARKS))  # type: ignore[arg-type]
+            plt.multiple_bar(systems, values, marker=list(SP_MARKS))  # type: ignore[arg-type]  # title names them
             plt.ylim(0, 1)
         missing = [name for name, attr in (("plasticity", "plasticity"), ("stability", "stability"))
                    if systems and all(getattr(pooled[s], attr).scored == 0 for s in systems)]
