@@ -105,7 +105,7 @@ class OutcomeShares:
             for tally in table.values():
                 sources |= tally.recordings
         where = f"{len(sources)} earlier recording(s) ({', '.join(sorted(sources)[:4])}{', …' if len(sources) > 4 else ''})" \
-            if sources else "no earlier recording with these models"
+            if sources else "no earlier recording"
         judge = self.specs.get("attribution_judge")
         models = f" (attribution judge {judge})" if judge else ""
         return (f"expected judge and attribution calls follow the runner's branches, each share the release's "
