@@ -4,7 +4,11 @@ quick run, recordings/sample-paradigms-quick), prices, and `memprobe report`'s a
 
 from __future__ import annotations
 
+import atexit
+import functools
+import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -26,6 +30,20 @@ RECORDINGS = ROOT / "recordings"
 DEMO = RECORDINGS / "sample-quick-fixed-user_001"
 LIVE = RECORDINGS / "sample-quick-sim_01"
 PARADIGMS = RECORDINGS / "sample-paradigms-quick"
+#: The recordings this repository ships (the shares below are counted on them).
+SHIPPED = ("release-a-user_001-amem", "release-a-user_001-mem0", "sample-paradigms-quick",
+           "sample-quick-fixed-user_001", "sample-quick-sim_01")
+
+
+@functools.cache
+def _shipped_folder() -> Path:
+    """A folder holding only the shipped recordings (as links): recordings/ also gathers every
+    `make demo` run, which would change the measured shares."""
+    folder = Path(tempfile.mkdtemp(prefix="memprobe-shipped-"))
+    atexit.register(shutil.rmtree, folder, True)
+    for name in SHIPPED:
+        (folder / name).symlink_to(RECORDINGS / name, target_is_directory=True)
+    return folder
 
 
 def _estimate_of(recording: Path, *, leave_out: bool = True) -> CostEstimate:
@@ -34,7 +52,7 @@ def _estimate_of(recording: Path, *, leave_out: bool = True) -> CostEstimate:
     config = read_header(recording).config
     plan = plan_from_config(config)
     assert plan is not None
-    shares = measure_shares([RECORDINGS], header_specs(config), fixed_dialogues=plan.dialogues is not None,
+    shares = measure_shares([_shipped_folder()], header_specs(config), fixed_dialogues=plan.dialogues is not None,
                             exclude=recording if leave_out else None)
     return estimate_recovery(plan, shares)
 
@@ -83,18 +101,18 @@ def test_the_estimate_of_make_demos_job_brackets_what_it_used(monkeypatch: pytes
 
 def test_branch_shares_are_counted_from_the_recordings_with_the_same_models() -> None:
     config = read_header(DEMO).config
-    shares = measure_shares([RECORDINGS], header_specs(config), fixed_dialogues=True)
+    shares = measure_shares([_shipped_folder()], header_specs(config), fixed_dialogues=True)
     # Stage 0 is asked once per (user, dimension): make demo's 3 "cannot invite" and the live run's 2 of 3.
     assert (shares.can_invite.hits, shares.can_invite.seen) == (2, 6)
     assert shares.can_invite.recordings == {DEMO.name, LIVE.name}
     # Recovery is counted on the same feed only (fixed dialogues): longctx_full 3 of 6 at >= 0.75.
     assert (shares.recovered["longctx_full"].hits, shares.recovered["longctx_full"].seen) == (3, 6)
-    live = measure_shares([RECORDINGS], header_specs(read_header(LIVE).config), fixed_dialogues=False)
+    live = measure_shares([_shipped_folder()], header_specs(read_header(LIVE).config), fixed_dialogues=False)
     # The simulator ended 11 of its 12 replies' episodes as satisfied (so episodes last ~1.2 turns).
     assert (live.satisfied.hits, live.satisfied.seen) == (11, 12)
     keep = 1 - (11 + 2 / 3) / (12 + 2)  # the prior of 1/3 worth two replies
     assert sum(live.expected_turns(3)) == pytest.approx(1 + keep + keep ** 2)
-    other = measure_shares([RECORDINGS], {**header_specs(config), "attribution_judge": "openai:gpt-4o"},
+    other = measure_shares([_shipped_folder()], {**header_specs(config), "attribution_judge": "openai:gpt-4o"},
                            fixed_dialogues=True)
     assert other.can_invite.seen == 0 and other.can_invite.share == pytest.approx(0.98)
 
