@@ -11,7 +11,8 @@ prints ``listening on http://127.0.0.1:PORT/v1`` once it accepts connections. ``
 answers HTTP 503 to every chat request after the N-th (an endpoint going down mid-run);
 ``--exit-after N`` closes the listener and exits instead (``POST …/exit-after`` with N as the body
 sets it on a running endpoint, counted from then). ``GET …/stats`` answers how many chat
-requests it answered and how often each distinct request body (by hash) was among them. A ``SIGTERM`` stops it; ``--log FILE`` then
+requests it answered and how often each distinct request body (by hash) was among them, in all and
+per ``X-MemProbe-Unit`` header. A ``SIGTERM`` stops it; ``--log FILE`` then
 receives how many chat requests it answered. :func:`running_endpoint` starts one in its own process.
 """
 
@@ -55,17 +56,22 @@ class LoopbackEndpoint:
         self.bodies: Counter[str] = Counter()
         #: Chat requests per ``X-MemProbe-Unit`` header (a role with several endpoints sends it).
         self.units: Counter[str] = Counter()
+        #: How many times each distinct request body was answered per ``X-MemProbe-Unit`` header, as
+        #: ``"UNIT BODY-HASH"`` (a body two units both ask is one request of each).
+        self.unit_bodies: Counter[str] = Counter()
         self.stop = asyncio.Event()
         self.connections: set[asyncio.StreamWriter] = set()
 
-    def chat(self, body: bytes) -> tuple[int, bytes]:
+    def chat(self, body: bytes, unit: str = "") -> tuple[int, bytes]:
         request = orjson.loads(body)
         if self.fail_after is not None and self.answered >= self.fail_after:
             return 503, b'{"error": {"message": "down for maintenance", "type": "unavailable"}}'
         messages = tuple(ChatMessage(role=m["role"], content=m["content"]) for m in request["messages"])
         _, text = self.oracle.answer(ChatRequest(model=request.get("model", "m"), messages=messages))
         self.answered += 1
-        self.bodies[hashlib.sha256(body).hexdigest()[:16]] += 1
+        digest = hashlib.sha256(body).hexdigest()[:16]
+        self.bodies[digest] += 1
+        self.unit_bodies[f"{unit} {digest}"] += 1
         return 200, orjson.dumps({
             "id": f"c{self.answered}", "object": "chat.completion", "created": 0, "model": request.get("model"),
             "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
@@ -89,7 +95,7 @@ class LoopbackEndpoint:
                 if method == "POST" and path.endswith("/chat/completions"):
                     if self.delay_s:
                         await asyncio.sleep(self.delay_s)
-                    status, payload = self.chat(body)
+                    status, payload = self.chat(body, unit)
                     if status == 200:
                         self.units[unit] += 1
                     if self.exit_after is not None and self.answered > self.exit_after:
@@ -100,7 +106,7 @@ class LoopbackEndpoint:
                     status, payload = 200, b"{}"
                 elif method == "GET" and path.endswith("/stats"):
                     status, payload = 200, orjson.dumps({"answered": self.answered, "bodies": self.bodies,
-                                                        "units": self.units})
+                                                        "units": self.units, "unit_bodies": self.unit_bodies})
                 elif method == "GET" and path.endswith("/models"):
                     status, payload = 200, b'{"object": "list", "data": [{"id": "scripted"}]}'
                 else:
@@ -155,6 +161,16 @@ def endpoint_stats(url: str) -> tuple[int, Counter[str]]:
     """(chat requests answered, answers per distinct request body) of a running endpoint."""
     stats = raw_stats(url)
     return int(stats["answered"]), Counter(stats["bodies"])
+
+
+def unit_requests(url: str) -> Counter[tuple[str, str]]:
+    """Answers per (``X-MemProbe-Unit`` header, distinct request body) of a running endpoint: which
+    unit asked what, for a role whose spec names several endpoints (only those send the header)."""
+    answers: Counter[tuple[str, str]] = Counter()
+    for key, count in raw_stats(url)["unit_bodies"].items():
+        unit, _, body = key.partition(" ")
+        answers[unit, body] = int(count)
+    return answers
 
 
 def exit_after(url: str, answers: int) -> None:
