@@ -39,7 +39,9 @@ from memprobe_engine.recovery import prompts, prompts_embedded  # noqa: E402
 from memprobe_engine.recovery.inputs import SimUser, load_users  # noqa: E402
 from memprobe_engine.recovery.prompts import Turn  # noqa: E402
 from memprobe_engine.recovery.schemas import SimulatorReply  # noqa: E402
+from memprobe_engine.recovery.simulator_focus import choose_focus, focus_entries  # noqa: E402
 from memprobe_engine.recovery.simulator_voice import out_of_role_reason  # noqa: E402
+from memprobe_engine.llm.embeddings import Embedder  # noqa: E402
 
 LIVE_RECORDING = ROOT / "recordings" / "sample-quick-sim_01"
 PAPER_DIALOGUES = ROOT / "sessions" / "release-a" / "dialogues"
@@ -130,7 +132,8 @@ def _script(user: SimUser, task_text: str, history: Sequence[Turn]) -> list[Chat
 LAYOUTS: dict[str, Layout] = {"release": prompts.simulator_messages, "script": _script}
 
 
-async def run(layout: str, record: Path, limit: int | None, also: Sequence[Path]) -> None:
+async def run(layout: str, record: Path, limit: int | None, also: Sequence[Path], focus: bool = False,
+              seeds: int = 1, live_only: bool = False) -> None:
     config = load_llm_config(ROOT / "sessions" / "quick.toml", os.environ, {})
     record.mkdir(parents=True, exist_ok=True)
     writer = open_writer(record / f"{layout}-{time.strftime('%H%M%S')}", new_header("simulator-voice", "recovery",
@@ -138,12 +141,21 @@ async def run(layout: str, record: Path, limit: int | None, also: Sequence[Path]
     recorder = Recorder(writer)
     chat = ChatClient(config, recorder=recorder)
     params = SamplingParams(temperature=TEMPERATURE, max_tokens=MAX_TOKENS, seed=SEED)
+    embedder = Embedder.from_spec("st:minilm", recorder=recorder) if focus else None
     in_voice = total = 0
+    chosen = [s for s in states(also) if s.source == "live" or not live_only][:limit]
     try:
-        for state in states(also)[:limit]:
+        for state, seed in ((state, SEED + n) for state in chosen for n in range(seeds)):
             if layout == "embedded":
-                log = prompts_embedded.simulator_log(state.user, state.task_text, state.history)
-                outcome = await chat.chat("simulator", log.messages, params=params.model_copy(update={"stop": log.stop}))
+                entries = [] if embedder is None else await focus_entries(embedder, state.user, state.task_text,
+                                                                          state.history)
+                pick = await choose_focus(chat, state.user, state.task_text, state.history, entries)
+                if seed == SEED and entries:
+                    print(f"      focus: {[e.dimension for e in entries]}; picked "
+                          f"{(pick.entry.dimension, pick.feedback_type, pick.opening) if pick else None}")
+                log = prompts_embedded.simulator_log(state.user, state.task_text, state.history, pick)
+                outcome = await chat.chat("simulator", log.messages,
+                                          params=params.model_copy(update={"stop": log.stop, "seed": seed}))
                 text = log.said(outcome.text or "")
                 try:
                     kind: str = log.reply(outcome.text or "").feedback_type
@@ -191,8 +203,9 @@ async def disclosure(recording: Path, record: Path) -> None:
         for (user_id, system, task_index), turns in sorted(_dialogues(recording).items()):
             entry = users[user_id].bank.entry(dimension_of[(user_id, system, task_index)])
             assert entry is not None
+            schema = prompts_embedded.quoted_disclosure(turns) if built is prompts_embedded else DisclosureVerdict
             out = await chat.chat("attribution_judge", built.disclosure_messages(turns[0][1], turns, entry),
-                                  params=params, schema=DisclosureVerdict)
+                                  params=params, schema=schema)
             verdict = out.parsed
             total += 1
             disclosed += bool(verdict is not None and verdict.disclosed)
@@ -213,6 +226,10 @@ def main() -> None:
     parser.add_argument("--also", type=Path, action="append", default=[],
                         help="another live recording of sim_01 whose states to add")
     parser.add_argument("--list", action="store_true", help="print the states and stop")
+    parser.add_argument("--focus", action="store_true",
+                        help="embedded layout: name the bank entries closest to the moment (recovery/simulator_focus.py)")
+    parser.add_argument("--seeds", type=int, default=1, help="lines per state, seeds 0..N-1")
+    parser.add_argument("--live-only", action="store_true", help="only the live quick recording's states")
     parser.add_argument("--disclosure", type=Path, metavar="RECORDING",
                         help="instead: attribution stage 1 on every task of this live recording")
     args = parser.parse_args()
@@ -223,7 +240,7 @@ def main() -> None:
         for state in states(args.also):
             print(state.name, "→", state.history[-1][1][:80].replace("\n", " "))
         return
-    asyncio.run(run(args.layout, args.record, args.limit, args.also))
+    asyncio.run(run(args.layout, args.record, args.limit, args.also, args.focus, args.seeds, args.live_only))
 
 
 if __name__ == "__main__":

@@ -93,7 +93,7 @@ async def _stages(chat: ChatClient, recorder: Recorder, user_id: str, entry: Ban
 
     disclosure = await _judged_stage(
         chat, recorder, 1, "stage 1: disclosure", built.disclosure_messages(task_text, history, entry),
-        DisclosureVerdict, lambda v: ("disclosed" if v.disclosed else "not_disclosed", v.evidence), mode, params,
+        prompts_embedded.quoted_disclosure(history) if framing == "embedded" else DisclosureVerdict, lambda v: ("disclosed" if v.disclosed else "not_disclosed", v.evidence), mode, params,
         on_text, policy, DisclosureVerdict(evidence="", reason="", disclosed=False))
     if disclosure is None:
         return "excluded"

@@ -13,7 +13,8 @@ wherever their content is known before the run:
 * **attribution_judge** — for a case scored below 0.75: stage 0 once per (user, dimension) (shared by
   systems and modes), stage 1 when the task could invite the evidence, stage 2 when it was not
   disclosed; stages 1 and 2 read the task's dialogue.
-* a live rollout adds **agent**, **simulator** (1 to the turn cap per task) and, when on, the
+* a live rollout adds **agent**, **simulator** (1 to the turn cap per task; twice that under the
+  embedded framing, whose focus pick is a simulator call before each line) and, when on, the
   **preference_judge** (one per assistant turn); the memory systems' own **memory_writer** calls are
   the system's ``expected_writes`` over a fixed dialogue's turns where it declares them (amem), else
   one to three per observation (mem0, memt…).
@@ -40,6 +41,7 @@ from memprobe_engine.recovery.input_rules import CATEGORY_GUIDE
 from memprobe_engine.recovery.inputs import BankEntry, SimUser, load_users
 from memprobe_engine.recovery.outcome_shares import OutcomeShares
 from memprobe_engine.recovery.scoring import RETRIEVE_K
+from memprobe_engine.recovery.simulator_focus import CHOICE_MAX_TOKENS, FOCUS_SIZE
 from memprobe_engine.recovery.unit import tasks_for
 
 if TYPE_CHECKING:
@@ -221,6 +223,7 @@ def _live_roles(estimate: CostEstimate, plan: RecoveryPlan, user: SimUser, task_
     for system in plan.systems:
         agent: list[float] = []
         simulator: list[float] = []
+        pick: list[float] = []  # the embedded framing's focus pick, one per simulator turn
         judge: list[float] = []
         for weights, size in scenarios:
             reply = "x" * int(min(size, 4 * s.agent_max_tokens) if s.agent_max_tokens else size)
@@ -236,18 +239,23 @@ def _live_roles(estimate: CostEstimate, plan: RecoveryPlan, user: SimUser, task_
             else:
                 memory, prior = "\n".join(["• " + answer] * min(s.agent_k, round(task_index * turns) + 1)), []
             history: list[tuple[str, str]] = [("user", task_text)]
-            agent_chars = sim_chars = 0.0
+            agent_chars = sim_chars = pick_chars = 0.0
             for weight in weights:
                 agent_chars += weight * _chars(prompts.agent_messages(memory, history, prior))
                 history.append(("assistant", reply))
                 sim_chars += weight * _chars(built.simulator_messages(user, task_text, history))
+                pick_chars += weight * _chars(prompts_embedded.focus_choice_messages(
+                    user, task_text, history, user.bank.entries[:FOCUS_SIZE]))
                 history.append(("user", answer))
             agent.append(agent_chars)
             simulator.append(sim_chars)
+            pick.append(pick_chars)
             judge.append(turns * float(_chars(prompts.preference_messages(preferences, task_text, reply))))
         estimate.role("agent").add_calls(calls, _per_call(agent, calls), answer_tokens(s.agent_max_tokens))
         estimate.role("simulator").add_calls(calls, _per_call(simulator, calls),
                                              answer_tokens(s.simulator_max_tokens))
+        if s.framing == "embedded":
+            estimate.role("simulator").add_calls(calls, _per_call(pick, calls), answer_tokens(CHOICE_MAX_TOKENS))
         if s.preference_judge and preferences:
             estimate.role("preference_judge").add_calls(calls, _per_call(judge, calls),
                                                         answer_tokens(s.preference_judge_cap))

@@ -17,10 +17,11 @@ docs/protocol-a.md, "Framing for small models") are:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError, model_validator
 
 from memprobe_engine.llm.structured import describe_validation_error
 from memprobe_engine.llm.types import ChatMessage
@@ -28,7 +29,8 @@ from memprobe_engine.recovery import prompts
 from memprobe_engine.recovery.input_rules import Category
 from memprobe_engine.recovery.inputs import BankEntry, SimUser
 from memprobe_engine.recovery.prompts import Turn
-from memprobe_engine.recovery.schemas import InRoleSimulatorReply, RubricScore, SimulatorReply
+from memprobe_engine.recovery.schemas import DisclosureVerdict, InRoleSimulatorReply, RubricScore, SimulatorReply
+from memprobe_engine.recovery.simulator_voice import copied_run
 
 # ----------------------------------------------------------------------------------- slot-fill
 
@@ -107,8 +109,10 @@ STAGE1_QUESTION = (
     "- If a reasonable reader of the dialogue would conclude something close to the true value, even loosely "
     "worded, the answer is true.\n"
     "- Answer false only when the dialogue offers essentially nothing a reader could anchor on.\n"
-    'Reply with JSON only, in this shape: {"evidence": "<short quote or none>", "reason": "<one sentence>", '
-    '"disclosed": <true or false>}'
+    "- The evidence is the User's own words, copied exactly from the episode (one sentence or part of one); a "
+    "true value, a task statement or an Agent's suggestion is no evidence. With no such words, answer false.\n"
+    'Reply with JSON only, in this shape: {"evidence": "<the User\'s words, copied exactly, or none>", '
+    '"reason": "<one sentence>", "disclosed": <true or false>}'
 )
 STAGE2_QUESTION = (
     "Pick exactly one:\n"
@@ -133,9 +137,52 @@ def task_design_messages(task: str, target: BankEntry) -> list[ChatMessage]:
 
 
 def disclosure_messages(task_text: str, history: Sequence[Turn], target: BankEntry) -> list[ChatMessage]:
+    """The target first and the episode last, so the words to quote are the ones nearest the answer
+    (with the episode first, the 1.5B quoted the true value as its evidence)."""
     return _stage(prompts.STAGE1_SYSTEM, STAGE1_QUESTION,
-                  f"EPISODE\n=====\n{prompts.episode_transcript(task_text, history)}\n=====\n\n"
-                  f"{prompts.target_lines(target)}")
+                  f"{prompts.target_lines(target)}\n\nEPISODE\n=====\n"
+                  f"{prompts.episode_transcript(task_text, history)}\n=====\n\n"
+                  f"Copy the evidence from the User's lines above.")
+
+
+#: A quoted piece shorter than this many words proves nothing ("I know", "the roads").
+QUOTE_MIN_WORDS = 4
+_LABEL = re.compile(r"^\s*(?:the\s+)?(?:user|agent|assistant)\s*(?:says|said|wrote)?\s*:?\s*", re.IGNORECASE)
+
+
+def _words(text: str) -> str:
+    return " ".join(re.findall(r"[\w']+", text.lower().replace("’", "'")))
+
+
+def quoted_from(evidence: str, lines: Sequence[str]) -> bool:
+    """Whether ``evidence`` holds a piece of at least :data:`QUOTE_MIN_WORDS` words that one of
+    ``lines`` says word for word (case, punctuation and spacing aside). The evidence is cut at quote
+    marks, ellipses and line breaks, and a leading speaker label is dropped."""
+    said = [f" {_words(line)} " for line in lines]
+    for piece in re.split(r"[\"“”\n]|\.\.\.|…", evidence):
+        words = _words(_LABEL.sub("", piece))
+        if len(words.split()) >= QUOTE_MIN_WORDS and any(f" {words} " in line for line in said):
+            return True
+    return False
+
+
+def quoted_disclosure(history: Sequence[Turn]) -> type[DisclosureVerdict]:
+    """Stage 1's reply schema under this framing: a "disclosed" verdict must quote the user. Its
+    evidence has to be the User's own words from this episode (:func:`quoted_from`); otherwise the
+    reply is invalid and goes through the client's repair rounds, then the exclusion policy (the
+    release's default: not disclosed). The 1.5B said "disclosed" on every live quick task while
+    citing the true value's own text ("a detailed map of the Miami Valley in her head")."""
+    user_lines = [text for speaker, text in history[1:] if speaker == "user"]
+
+    class QuotedDisclosure(DisclosureVerdict):
+        @model_validator(mode="after")
+        def _quotes_the_user(self) -> QuotedDisclosure:
+            if self.disclosed and not quoted_from(self.evidence, user_lines):
+                raise ValueError("a disclosed verdict's evidence must be the User's own words copied exactly from "
+                                 "the episode (at least four words in a row); copy them, or answer disclosed false")
+            return self
+
+    return QuotedDisclosure
 
 
 def elicitation_messages(task_text: str, history: Sequence[Turn], target: BankEntry) -> list[ChatMessage]:
@@ -159,16 +206,43 @@ def speaker_name(user: SimUser) -> str:
     return name.upper() if name and name != user.user_id else "USER"
 
 
+#: A user line sharing a run of this many words with the assistant's message repeats it (a user may
+#: name a place or a phrase from it; ten words in a row is the assistant's text: "Managing a trauma can
+#: be challenging, but it's important to stay calm and focused…" on the live quick job).
+LINE_COPY_RUN_WORDS = 10
+#: The release's seven reaction types with their meanings (its rules' section 2).
+REACTION_TYPES = prompts.SIMULATOR_SYSTEM.split("2. NAME YOUR REACTION with exactly one feedback_type:\n", 1)[1] \
+    .split("\n\n3.", 1)[0]
+#: The release's bar for ``satisfied`` (its rules' section 4).
+SATISFIED_BAR = "4. " + prompts.SIMULATOR_SYSTEM.split("\n\n4. ", 1)[1].split("\n\nReply with one JSON", 1)[0]
+#: The pick's answer when nothing of the focus fits the moment.
+NOTHING = "nothing"
+
+
+@dataclass(frozen=True)
+class FocusPick:
+    """The memory the assistant's message brings to the user's mind, how the user reacts, and the
+    first words of the user's line, which bring the memory up (:func:`focus_choice_messages`)."""
+
+    entry: BankEntry
+    feedback_type: str
+    opening: str
+
+
 @dataclass(frozen=True)
 class SimulatorLog:
     """The simulated user's request as a chat log the model itself is writing: the dialogue so far is
     a trailing assistant message (the server continues it) that ends where the user's next line
-    opens, ``NAME (`` — the model writes the reaction label, ``): `` and what the user says. A small
-    model asked in a chat for the user's reply answers as the assistant about half the time; writing
-    the log, it stays the user (bench/simulator_voice.py)."""
+    opens, ``NAME (`` — the model writes the reaction label, ``): `` and what the user says. After a
+    focus pick the log ends further on, ``NAME (label): opening``, and the model finishes the line.
+    A small model asked in a chat for the user's reply answers as the assistant about half the time;
+    writing the log, it stays the user (bench/simulator_voice.py)."""
 
     messages: list[ChatMessage]
     speaker: str
+    pick: FocusPick | None = None
+    #: The assistant's message the line answers (a line that repeats it is the assistant's part).
+    latest: str = ""
 
     @property
     def prefill(self) -> str:
@@ -183,6 +257,8 @@ class SimulatorLog:
         """(label, whether the label's bracket closed, what the user says) of the continued line."""
         # llama.cpp returns the prefilled message with its continuation; other servers only the latter.
         line = response_text[len(self.prefill):] if response_text.startswith(self.prefill) else response_text
+        if self.pick is not None:
+            return self.pick.feedback_type, True, f"{self.pick.opening} {line.strip()}".strip()
         label, closed, said = line.partition(")")
         return label.strip(), bool(closed), said.strip().removeprefix(":").strip()
 
@@ -196,29 +272,89 @@ class SimulatorLog:
         label, closed, said = self._line(response_text)
         if not closed:
             raise ValueError(f"the line has no reaction label in brackets (it reads {label[:60]!r})")
+        if (run := copied_run(said, self.latest, LINE_COPY_RUN_WORDS)) is not None:
+            raise ValueError(f"the line repeats the assistant's message ({run!r})")
         try:
             return InRoleSimulatorReply.model_validate({"feedback_type": label, "text": said})
         except ValidationError as err:
             raise ValueError(describe_validation_error(err)) from None
 
 
-def simulator_log(user: SimUser, task_text: str, history: Sequence[Turn]) -> SimulatorLog:
+FOCUS_CHOICE_SYSTEM = ("You decide what a message brings to one person's mind, from a short list of their memories, "
+                       "and how they start their answer.")
+
+
+def focus_choice_schema(focus: Sequence[BankEntry]) -> dict[str, object]:
+    """The pick's reply: a reason, one of the focus entries' dimension names or ``nothing`` (an enum the
+    server enforces: asked for a number with 0 for none, the 1.5B reasoned its way to an entry and
+    then wrote 0), the reaction type, and the first words of the user's answer."""
+    return {"type": "object", "additionalProperties": False,
+            "required": ["reason", "memory", "feedback_type", "opening"],
+            "properties": {"reason": {"type": "string", "maxLength": 300},
+                           "memory": {"type": "string", "enum": [*(entry.dimension for entry in focus), NOTHING]},
+                           "feedback_type": {"type": "string", "enum": list(prompts.FEEDBACK_TYPES)},
+                           "opening": {"type": "string", "maxLength": 240}}}
+
+
+def focus_choice_messages(user: SimUser, task_text: str, history: Sequence[Turn],
+                          focus: Sequence[BankEntry]) -> list[ChatMessage]:
+    """The pick among the focus entries (:mod:`.simulator_focus`): the request, the assistant's last
+    message, the entries; ``nothing`` when none fits."""
+    who = speaker_name(user)
+    latest = next((text for speaker, text in reversed(history) if speaker == "assistant"), "")
+    # The explanation without the short value: shown "Knows Dayton-area roads, shortcuts and hospitals by
+    # heart", the 1.5B's opening was that phrase word for word (the judge's true value).
+    entries = "\n".join(f"- {entry.dimension}: {entry.explanation}" for entry in focus)
+    body = (f"{who} asked an AI assistant: {task_text}\n\nThe assistant answered:\n{latest}\n\n"
+            f"From {who}'s memories:\n{entries}\n\n"
+            f"memory: which one does the assistant's answer bring to {who}'s mind, so that {who} brings it up in "
+            f"the reply (a fact {who} knows better, a wish about how answers are given, something that happened "
+            f"to {who})? \"{NOTHING}\" when none fits.\n"
+            f"feedback_type: how {who} reacts to the answer, one of:\n{REACTION_TYPES}\n{SATISFIED_BAR}\n"
+            f"opening: the first sentence {who} types back, in the first person and {who}'s own casual words, "
+            f"bringing that memory up (not copying it); empty when the memory is {NOTHING}.\n"
+            f'Reply with JSON only, in this shape: {{"reason": "<one sentence>", "memory": "<the memory\'s name '
+            f'before the colon, or {NOTHING}>", "feedback_type": "<one of the seven>", "opening": "<sentence>"}}')
+    return [ChatMessage(role="system", content=FOCUS_CHOICE_SYSTEM), ChatMessage(role="user", content=body)]
+
+
+#: A line that carries the person's bank, shown on another person (a small model copies the shape of
+#: an example, not a rule): a fact they know better, a memory of their own.
+DRAWING_ON_THE_BANK = (
+    "Example from another person's log (MIKE; his bank says he knows Chicago's trains by heart and lost "
+    "his father in 2015):\n"
+    "ASSISTANT: You could take a taxi from O'Hare to your hotel.\n"
+    "MIKE (correction): A taxi? The Blue Line gets me downtown in forty minutes for five bucks, I've ridden it "
+    "twenty years.\n"
+    "ASSISTANT: Here is a sympathy card you could send: \"With deepest condolences on your loss...\"\n"
+    "MIKE (add_context): Too stiff. When my dad died in 2015 the cards that helped were the ones that "
+    "remembered something about him."
+)
+
+
+def simulator_log(user: SimUser, task_text: str, history: Sequence[Turn],
+                  pick: FocusPick | None = None) -> SimulatorLog:
     """The release simulator's content — rules, profile and bank, the opening request, the dialogue,
-    the reminder not to repeat itself — as a log the model continues with the user's next line."""
+    the reminder not to repeat itself — as a log the model continues with the user's next line; after
+    a focus pick (:mod:`.simulator_focus`) the line is opened with the pick's label and first words."""
     who = speaker_name(user)
     system = (f"{SIMULATOR_RULES}\n\nYOUR PROFILE AND MEMORY BANK\n{prompts.persona_block(user)}\n\n"
               f"You write the chat log of this person ({who}) getting help from an AI assistant "
               f"({ASSISTANT_SPEAKER}). Each new line of {who} starts with the reaction label, one of the seven "
-              f"types above, like \"{who} (followup): ...\".")
+              f"types above, like \"{who} (followup): ...\", and says what {who} would, carrying who {who} is."
+              f"\n\n{DRAWING_ON_THE_BANK}")
     body = list(history[1:]) if history and history[0][0] == "user" else list(history)
     lines = [f"{who}: {task_text}"]
     lines += [f"{ASSISTANT_SPEAKER if speaker == 'assistant' else who}: {text}" for speaker, text in body]
     earlier = [text for speaker, text in body[:-1] if speaker == "user"]
     repeat = f" Do not reuse the opening or sentence shape of {who}'s earlier lines." if earlier else ""
+    opens = f"{who} (" if pick is None else f"{who} ({pick.feedback_type}): {pick.opening}"
+    latest = next((text for speaker, text in reversed(body) if speaker == "assistant"), "")
     return SimulatorLog(messages=[
         ChatMessage(role="system", content=system),
         ChatMessage(role="user", content=f"Continue the chat log with {who}'s next line only.{repeat}"),
-        ChatMessage(role="assistant", content="\n\n".join(lines) + f"\n\n{who} (")], speaker=who)
+        ChatMessage(role="assistant", content="\n\n".join(lines) + f"\n\n{opens}")], speaker=who, pick=pick,
+        latest=latest)
 
 
 def simulator_messages(user: SimUser, task_text: str, history: Sequence[Turn]) -> list[ChatMessage]:

@@ -35,9 +35,11 @@ from memprobe_engine.recovery.inputs import BankEntry, SimUser, Task
 from memprobe_engine.recovery.policy import DEFAULT_POLICY, ExclusionPolicy, release_user_text
 from memprobe_engine.recovery.prompts import Turn
 from memprobe_engine.recovery.schemas import PreferenceVerdict, SimulatorReply
+from memprobe_engine.recovery.simulator_focus import choose_focus, focus_entries
 
 if TYPE_CHECKING:
     from memprobe_engine.llm.client import ChatClient
+    from memprobe_engine.llm.embeddings import TextEmbedder
 
 #: The release's sampling temperatures: assistant replies 0.7, simulated user 0.85, judges 0.
 AGENT_TEMPERATURE = 0.7
@@ -114,8 +116,12 @@ async def open_turn(recorder: Recorder, system: MemorySystem, clock: SimClock, s
 
 
 async def run_episode(*, chat: ChatClient, recorder: Recorder, system: MemorySystem, user: SimUser, task: Task,
-                      task_index: int, clock: SimClock, settings: RolloutSettings) -> Episode:
-    """One task from the user's opening request to satisfaction or the turn cap."""
+                      task_index: int, clock: SimClock, settings: RolloutSettings,
+                      embedder: TextEmbedder | None = None) -> Episode:
+    """One task from the user's opening request to satisfaction or the turn cap. The embedded
+    framing's simulator needs ``embedder`` for its focus (:mod:`.simulator_focus`)."""
+    if settings.framing == "embedded" and embedder is None:
+        raise ValueError("the embedded framing's simulated user needs an embedder (recovery/simulator_focus.py)")
     preferences = [e for e in user.bank.entries if e.category == "assistance_preference"]
     episode = Episode(task=task, task_index=task_index)
     clock.advance(days=1)
@@ -145,8 +151,11 @@ async def run_episode(*, chat: ChatClient, recorder: Recorder, system: MemorySys
                 if settings.preference_judge and preferences else None
             try:
                 if settings.framing == "embedded":
+                    assert embedder is not None
+                    focus = await focus_entries(embedder, user, task.task, episode.history)
+                    pick = await choose_focus(chat, user, task.task, episode.history, focus)
                     parsed, raw_text, excluded = await _in_role_reply(chat, prompts_embedded.simulator_log(
-                        user, task.task, episode.history), sim_params)
+                        user, task.task, episode.history, pick), sim_params)
                 else:
                     sim = await chat.chat("simulator", prompts.simulator_messages(user, task.task, episode.history),
                                           params=sim_params, schema=SimulatorReply)

@@ -107,7 +107,9 @@ class RecoveryRun:
         return previous
 
     def needs(self) -> RunNeeds:
-        embeds = any(system_needs(name).embedder for name in self.plan.systems)
+        # The embedded framing's live simulator names the bank entries closest to the moment (simulator_focus).
+        focus = self.plan.settings.framing == "embedded" and self.plan.dialogues is None
+        embeds = focus or any(system_needs(name).embedder for name in self.plan.systems)
         return RunNeeds(models=True, embedding_spec=self.plan.embedding_spec if embeds else None)
 
     def units(self) -> list[tuple[SimUser, str]]:

@@ -52,3 +52,25 @@ def out_of_role_reason(text: str) -> str | None:
     names = ", ".join(dict.fromkeys(name for name, _ in found))
     quotes = "; ".join(f'"{quote}"' for _, quote in found[:3])
     return f"the reply speaks as the assistant, not as the user ({names}: {quotes})"
+
+
+#: A run of this many words shared with another text is a copy, not a reaction to it.
+COPY_RUN_WORDS = 6
+
+
+def _word_list(text: str) -> list[str]:
+    return re.findall(r"[\w']+", text.lower().replace("’", "'"))
+
+
+def copied_run(text: str, source: str, run: int = COPY_RUN_WORDS) -> str | None:
+    """The first run of ``run`` words that ``text`` repeats from ``source`` word for word (case and
+    punctuation aside), or None. A user line that repeats the assistant's own message ("I hope this
+    message finds you well." from the note it was shown) writes the assistant's part; one that repeats
+    its bank entry copies the entry, which the release's rules forbid."""
+    words = _word_list(text)
+    seen = {tuple(window) for window in _windows(_word_list(source), run)}
+    return next((" ".join(window) for window in _windows(words, run) if tuple(window) in seen), None)
+
+
+def _windows(words: list[str], run: int) -> list[list[str]]:
+    return [words[start:start + run] for start in range(len(words) - run + 1)]

@@ -86,7 +86,7 @@ async def run_unit(ctx: UnitContext, user: SimUser, system_name: str, dimensions
                     else:
                         episodes[task.dimension] = await run_episode(
                             chat=ctx.chat, recorder=recorder, system=system, user=user, task=task,
-                            task_index=index, clock=services.clock, settings=ctx.settings)
+                            task_index=index, clock=services.clock, settings=ctx.settings, embedder=ctx.embedder)
                 if ctx.progress is not None:
                     episode = episodes[task.dimension]
                     ctx.progress(f"{user.user_id} × {system_name}: task {index + 1}/{len(tasks)} "

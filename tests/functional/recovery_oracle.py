@@ -61,6 +61,9 @@ class RecoveryOracle:
             if in_log:  # llama.cpp answers with the prefilled message and its continuation
                 return "simulator", f"{last}{feedback}): {text}"
             return "simulator", orjson.dumps({"feedback_type": feedback, "text": text}).decode()
+        if system.startswith("You decide what a message brings"):  # the embedded framing's focus pick
+            return "focus_choice", orjson.dumps({"reason": "nothing fits", "memory": "nothing",
+                                                 "feedback_type": "followup", "opening": ""}).decode()
         if system.startswith("You judge how well one reply"):
             dims = re.findall(r"^\d+\. \[(\w+)\]", last, flags=re.M)
             return "preference_judge", orjson.dumps({"reason": "fits", "ratings": [
@@ -75,7 +78,10 @@ class RecoveryOracle:
             return "stage0", orjson.dumps({"reason": "task check", "can_invite": can}).decode()
         if system.startswith("You check whether one episode of dialogue"):
             disclosed = PLAN.get(_dimension(last), (1.0, True, True))[2]
-            return "stage1", orjson.dumps({"evidence": "short checklists" if disclosed else "", "reason": "read",
+            # The embedded framing wants the user's words copied: the first user line's opening words.
+            said = re.search(r"^User: (.+)$", last, flags=re.M)
+            quote = " ".join(said.group(1).split()[:6]) if said else "short checklists"
+            return "stage1", orjson.dumps({"evidence": quote if disclosed else "", "reason": "read",
                                            "disclosed": disclosed}).decode()
         if system.startswith("A dialogue failed to disclose"):
             label = PLAN.get(_dimension(last), (1.0, True, True, "agent_elicitation_failure"))[3]

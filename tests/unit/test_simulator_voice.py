@@ -13,6 +13,7 @@ from memprobe_engine.recovery import prompts, prompts_embedded
 from memprobe_engine.recovery.inputs import load_users
 from memprobe_engine.recovery.schemas import InRoleSimulatorReply, SimulatorReply
 from memprobe_engine.recovery.simulator_voice import out_of_role_reason
+from tests.doubles import BagOfWordsEmbedder
 
 ROOT = Path(__file__).resolve().parents[2]
 #: The two replies issue 20 quotes from the embedded 1.5B playing the user in `make demo`.
@@ -131,7 +132,7 @@ def _embedded_run(tmp_path: Path, oracle: Any, max_turns: int) -> Any:
                         modes=["dump_all"],
                         settings=RolloutSettings(max_turns=max_turns, framing="embedded", policy="audit"))
     record = asyncio.run(run_recovery(plan, tmp_path / "rec", llm_config=config(),
-                                      backend_factory=lambda spec: oracle))
+                                      backend_factory=lambda spec: oracle, embedder=BagOfWordsEmbedder(hashed=True)))
     return open_recording(record)
 
 
@@ -172,4 +173,87 @@ def test_an_in_role_line_ends_the_episode_as_the_user_said(tmp_path: Path) -> No
                     ("satisfied", "Good, that works for me.")]
     assert [e.end_reason for e in reader.iter_events(kinds=["episode_end"])] == ["satisfied"]
     assert not [e for e in reader.iter_events(kinds=["error"])]
-    assert {r.params.seed for r in oracle.requests if r.messages[-1].role == "assistant"} == {0}
+    logs = [r for r in oracle.requests if r.messages[-1].role == "assistant"]
+    assert {r.params.seed for r in logs} == {0}
+    picks = [r for r in oracle.requests if r.messages[0].content.startswith("You decide what a message brings")]
+    assert picks and all("\n- " in r.messages[1].content for r in picks)  # the focus entries were shown
+
+
+def test_a_focus_pick_opens_the_line_and_the_log_model_finishes_it(tmp_path: Path) -> None:
+    """When the pick names a memory, the log ends ``RENEE (label): first words`` and the recorded user
+    message is those words and the model's continuation, under the pick's label."""
+    import orjson
+
+    from tests.functional.recovery_oracle import RecoveryOracle
+
+    class Picking(RecoveryOracle):
+        def answer(self, request):  # type: ignore[no-untyped-def]
+            role, text = super().answer(request)
+            if role == "focus_choice":
+                first = request.messages[1].content.split("\n- ", 1)[1].split(": ", 1)[0]  # a dimension name
+                return role, orjson.dumps({"reason": "r", "memory": first, "feedback_type": "add_context",
+                                           "opening": "I did this for years on nights."}).decode()
+            if role == "simulator" and request.messages[-1].role == "assistant":
+                return role, request.messages[-1].content + " Keep it to a short list."
+            return role, text
+
+    oracle = Picking()
+    reader = _embedded_run(tmp_path, oracle, max_turns=1)
+    said = [(e.feedback_type, e.content) for e in reader.iter_events(kinds=["message"])
+            if e.role == "user" and (e.turn or 0) > 0]
+    assert said == [("add_context", "I did this for years on nights. Keep it to a short list.")]
+    log = next(r for r in oracle.requests if r.messages[-1].role == "assistant")
+    assert log.messages[-1].content.endswith("\n\nRENEE (add_context): I did this for years on nights.")
+
+
+def test_the_focus_names_the_bank_entries_the_moment_touches() -> None:
+    """On the real embeddings (MiniLM) and the shipped live recording's first assistant replies: the
+    cousin's day trips touch sim_01's knowledge of Dayton's roads, the note to a grieving nurse her own
+    worst night. The ranking reads the moment only; the task's target is never an input."""
+    import asyncio
+
+    from bench.simulator_voice import states
+    from memprobe_engine.llm.embeddings import Embedder, SentenceTransformerBackend
+    from memprobe_engine.recovery.simulator_focus import FOCUS_SIZE, focus_entries
+
+    embedder = Embedder(SentenceTransformerBackend(), use_cache=False)
+    wanted = {"My cousin is flying": "regional_geography_knowledge", "A younger nurse": "low_point_episode"}
+    checked = 0
+    for state in states():
+        target = next((dim for opening, dim in wanted.items() if state.task_text.startswith(opening)), None)
+        if state.source != "live" or target is None:
+            continue
+        focus = asyncio.run(focus_entries(embedder, state.user, state.task_text, state.history))
+        assert len(focus) == FOCUS_SIZE and target in [entry.dimension for entry in focus], state.name
+        checked += 1
+    assert checked == 3
+
+
+def test_a_picked_opening_that_is_not_the_users_own_words_is_dropped() -> None:
+    """Openings the 1.5B's focus pick wrote on the live quick job (2026-12-03): the first line of the
+    note the assistant had drafted, and a bank explanation word for word. Its own statement stays."""
+    from memprobe_engine.recovery.simulator_focus import opening_problem
+
+    user = load_users(ROOT / "sessions", ["sim_01"])[0]
+    history = [("user", "A younger nurse on my unit is struggling."),
+               ("assistant", "Sure! Here's a simple note:\n\nDear Younger Nurse,\n\nI hope this message finds you "
+                             "well. I wanted to take a moment to share something I learned.")]
+    assert "repeats the assistant's message" in (opening_problem("I hope this message finds you well.", user,
+                                                                 history) or "")
+    copied = "I remember when I was eight, a pan caught fire in my family's kitchen in Springfield."
+    assert "copies the bank entry early_childhood_scene" in (opening_problem(copied, user, history) or "")
+    own = "I know the region well and can plan day trips based on my knowledge of the area."
+    assert opening_problem(own, user, history) is None
+
+
+def test_a_line_that_repeats_the_assistants_message_is_asked_for_again() -> None:
+    """The live quick job's longctx_full line at turn 3 was the assistant's previous reply, reworded
+    by one word; naming a place from the reply is still the user's."""
+    reply = ("Managing a trauma can be challenging, but it's important to stay calm and focused. One effective "
+             "approach is to take deep breaths and count to 10 before taking action.")
+    log = _log([("user", "How do I get the mildew smell out?"), ("assistant", reply)])
+    echoed = ("followup): Managing a trauma can be challenging, but it's important to stay calm and focused. One "
+              "approach is to take deep breaths and count to 10 before taking action.")
+    with pytest.raises(ValueError, match="repeats the assistant's message"):
+        log.reply(log.prefill + echoed)
+    assert log.reply(log.prefill + "followup): Count to 10? I've run codes, I stay calm fine.").text.startswith("Count")
