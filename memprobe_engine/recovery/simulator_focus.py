@@ -75,23 +75,25 @@ async def choose_focus(chat: ChatClient, user: SimUser, task_text: str, history:
     from the log alone."""
     if not focus:
         return None
-    outcome = await chat.chat("simulator", prompts_embedded.focus_choice_messages(user, task_text, history, focus),
+    messages = prompts_embedded.focus_choice_messages(user, task_text, history, focus)
+    outcome = await chat.chat("simulator", messages,
                               params=SamplingParams(temperature=0.0, max_tokens=CHOICE_MAX_TOKENS),
                               json_schema=prompts_embedded.focus_choice_schema(focus))
     answer = outcome.parsed if isinstance(outcome.parsed, dict) else {}
     entry = next((entry for entry in focus if entry.dimension == answer.get("memory")), None)
     opening = str(answer.get("opening") or "").strip()
-    if entry is None or not opening or opening_problem(opening, user, history) is not None:
+    if entry is None or not opening or opening_problem(opening, user, history, messages[-1].content) is not None:
         return None
     return prompts_embedded.FocusPick(entry=entry, feedback_type=str(answer["feedback_type"]), opening=opening)
 
 
-def opening_problem(opening: str, user: SimUser, history: Sequence[Turn]) -> str | None:
+def opening_problem(opening: str, user: SimUser, history: Sequence[Turn], instructions: str = "") -> str | None:
     """Why a picked opening is not the user's own words, or None: it speaks as the assistant, repeats
-    the assistant's last message, or copies a bank entry. Each was a real pick on the live quick job:
-    "I hope this message finds you well." (the first line of the note the assistant had drafted), "I
-    remember when I was eight, a pan caught fire in my family's kitchen in Springfield…" (a bank
-    explanation, word for word)."""
+    the assistant's last message, copies a bank entry, or repeats the pick's own ``instructions``.
+    Each was a real pick on the live quick job: "I hope this message finds you well." (the first line
+    of the note the assistant had drafted), "I remember when I was eight, a pan caught fire in my
+    family's kitchen in Springfield…" (a bank explanation, word for word), "RENEE types back, in the
+    first person and RENEE's own casual words…" (the pick's instruction)."""
     latest = next((text for speaker, text in reversed(history) if speaker == "assistant"), "")
     if (reason := out_of_role_reason(opening)) is not None:
         return reason
@@ -100,4 +102,6 @@ def opening_problem(opening: str, user: SimUser, history: Sequence[Turn]) -> str
     for entry in user.bank.entries:
         if (run := copied_run(opening, f"{entry.short}. {entry.explanation}")) is not None:
             return f"copies the bank entry {entry.dimension} ({run!r})"
+    if (run := copied_run(opening, instructions)) is not None:
+        return f"repeats its instructions ({run!r})"
     return None

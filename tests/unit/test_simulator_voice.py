@@ -231,7 +231,8 @@ def test_the_focus_names_the_bank_entries_the_moment_touches() -> None:
 
 def test_a_picked_opening_that_is_not_the_users_own_words_is_dropped() -> None:
     """Openings the 1.5B's focus pick wrote on the live quick job (2026-12-03): the first line of the
-    note the assistant had drafted, and a bank explanation word for word. Its own statement stays."""
+    note the assistant had drafted, a bank explanation word for word, the pick's own instruction. Its
+    own statement stays."""
     from memprobe_engine.recovery.simulator_focus import opening_problem
 
     user = load_users(ROOT / "sessions", ["sim_01"])[0]
@@ -244,6 +245,12 @@ def test_a_picked_opening_that_is_not_the_users_own_words_is_dropped() -> None:
     assert "copies the bank entry early_childhood_scene" in (opening_problem(copied, user, history) or "")
     own = "I know the region well and can plan day trips based on my knowledge of the area."
     assert opening_problem(own, user, history) is None
+    from memprobe_engine.recovery.prompts_embedded import focus_choice_messages
+    instructions = focus_choice_messages(user, history[0][1], history, user.bank.entries[:4])[-1].content
+    leaked = ("RENEE types back, in the first person and RENEE's own casual words, bringing that memory up (not "
+              "copying it); empty when the memory is nothing. The chat ends there.")
+    assert "repeats its instructions" in (opening_problem(leaked, user, history, instructions) or "")
+    assert opening_problem(own, user, history, instructions) is None
 
 
 def test_a_line_that_repeats_the_assistants_message_is_asked_for_again() -> None:
