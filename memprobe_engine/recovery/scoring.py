@@ -134,14 +134,16 @@ def is_unknown(label: str) -> bool:
 
 
 #: Words that evaluate without naming a trait. A label made of nothing else ("good", "very helpful")
-#: says nothing about the person on any dimension.
+#: says nothing about the person on any dimension; with the dimension's own words ("has some regional
+#: geography knowledge", which the 1.5B judge scored 0.75 on the live quick job) it restates the axis.
 GENERIC_WORDS = frozenset({
     "good", "great", "fine", "ok", "okay", "helpful", "positive", "negative", "nice", "average", "normal", "decent",
     "excellent", "bad", "poor", "strong", "weak", "high", "low", "moderate", "medium", "basic", "adequate", "well",
     "very", "quite", "fairly", "pretty", "generally", "overall", "competent", "capable", "skilled", "proficient",
     "satisfactory", "typical", "standard", "somewhat", "rather", "is", "are", "and", "or", "the", "a", "user",
     "person", "they", "he", "she", "appropriate", "solid", "clear", "effective", "good-natured", "knows", "can",
-    "has", "does", "skill", "knowledge", "preference", "view", "self", "event"})
+    "has", "does", "skill", "knowledge", "preference", "view", "self", "event", "some", "about", "of", "lot",
+    "little", "bit"})
 
 
 def names_no_trait(label: str, dimension: str = "") -> bool:

@@ -65,7 +65,11 @@ def test_recorded_pairs_score_as_recorded() -> None:
     ("writing_skill", "writing_skill", True), ("knows", "geographic_knowledge", True),
     ("direct", "directness_preference", True), ("can write short messages", "writing_skill", False),
     ("knows about geographic locations near Ponte Vedra Beach", "geographic_knowledge", False),
-    ("likes direct communication", "directness_preference", False)])
+    ("likes direct communication", "directness_preference", False),
+    # The live quick job's longctx_full fills (2026-12-03), both scored 0.75 by the 1.5B judge:
+    ("has some regional geography knowledge", "regional_geography_knowledge", True),
+    ("knows about regional geography", "regional_geography_knowledge", True),
+    ("knows a lot about Dayton's back roads", "regional_geography_knowledge", False)])
 def test_labels_that_name_no_trait(label: str, dimension: str, empty: bool) -> None:
     assert names_no_trait(label, dimension) is empty
 
