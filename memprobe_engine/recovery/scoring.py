@@ -152,8 +152,19 @@ def names_no_trait(label: str, dimension: str = "") -> bool:
     directness_preference): it names no trait of the person."""
     words = [w for w in re.split(r"[^a-z'-]+", label.lower().replace("_", " ")) if w]
     axis = [w for w in dimension.lower().split("_") if len(w) >= 4]
-    return bool(words) and all(w in GENERIC_WORDS or any(a.startswith(w) or w.startswith(a) for a in axis)
-                               for w in words)
+    return bool(words) and all(w in GENERIC_WORDS or any(_same_stem(w, a) for a in axis) for w in words)
+
+
+#: Letters two long words must share at their start to count as one stem ("geograph-ic", "geograph-y").
+STEM_LETTERS = 7
+
+
+def _same_stem(word: str, axis_word: str) -> bool:
+    """"direct" for directness, "geography" for geographic: one begins the other, or both share
+    their first seven letters."""
+    return (axis_word.startswith(word) or word.startswith(axis_word)
+            or (min(len(word), len(axis_word)) >= STEM_LETTERS and word[:STEM_LETTERS] == axis_word[:STEM_LETTERS]))
+
 
 
 async def judge(chat: ChatClient, recorder: Recorder, entry: BankEntry, fill: SlotFill, *, max_tokens: int | None = 200,

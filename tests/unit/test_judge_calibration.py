@@ -69,7 +69,9 @@ def test_recorded_pairs_score_as_recorded() -> None:
     # The live quick job's longctx_full fills (2026-12-03), both scored 0.75 by the 1.5B judge:
     ("has some regional geography knowledge", "regional_geography_knowledge", True),
     ("knows about regional geography", "regional_geography_knowledge", True),
-    ("knows a lot about Dayton's back roads", "regional_geography_knowledge", False)])
+    ("knows a lot about Dayton's back roads", "regional_geography_knowledge", False),
+    ("knows about geography", "geographic_knowledge", True),  # make demo's fill, scored 0.5 (2026-12-03)
+    ("knows about short beach-day trips and their stops", "geographic_knowledge", False)])
 def test_labels_that_name_no_trait(label: str, dimension: str, empty: bool) -> None:
     assert names_no_trait(label, dimension) is empty
 
