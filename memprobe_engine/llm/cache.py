@@ -49,7 +49,11 @@ class ResponseStore(Protocol):
 
     def get(self, key: str, endpoint: str = "") -> ChatResult | None: ...
 
-    def put(self, key: str, result: ChatResult, endpoint: str = "") -> None: ...
+    def put(self, key: str, result: ChatResult, endpoint: str = "") -> ChatResult:
+        """Keep ``result`` unless the store already holds an answer to ``key``; return the one it
+        holds. The first answer wins, so every unit of a run that asks one request — in other
+        processes too — goes on from the same answer, and a resume serves each what it used."""
+        ...
 
 
 def endpoint_of(spec: ModelSpec, env: Mapping[str, str]) -> str:
@@ -102,12 +106,20 @@ class ResponseCache:
         except ValidationError:
             return None
 
-    def put(self, key: str, result: ChatResult, endpoint: str = "") -> None:
-        """Store a successful result (last writer wins; equal keys mean equal requests)."""
-        blob = result.model_dump_json()
+    def put(self, key: str, result: ChatResult, endpoint: str = "") -> ChatResult:
+        """Store a successful result unless another writer stored one first (another process asked
+        the same request at the same time); return the stored one. A damaged row is replaced."""
+        row_key = _row_key(key, endpoint)
         with self._lock:
-            self._db.execute("INSERT OR REPLACE INTO responses (hash, result, created) VALUES (?, ?, ?)",
-                             (_row_key(key, endpoint), blob, time.time()))
+            self._db.execute("INSERT OR IGNORE INTO responses (hash, result, created) VALUES (?, ?, ?)",
+                             (row_key, result.model_dump_json(), time.time()))
+            row = self._db.execute("SELECT result FROM responses WHERE hash = ?", (row_key,)).fetchone()
+            try:
+                return ChatResult.model_validate_json(row[0])
+            except ValidationError:
+                self._db.execute("UPDATE responses SET result = ?, created = ? WHERE hash = ?",
+                                 (result.model_dump_json(), time.time(), row_key))
+                return result
 
     def __len__(self) -> int:
         with self._lock:

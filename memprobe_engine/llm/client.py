@@ -294,10 +294,13 @@ class ChatClient:
             call.add_usage(hit.usage)
         return hit
 
-    def _store(self, call: _Call, key: str, result: ChatResult) -> None:
+    def _store(self, call: _Call, key: str, result: ChatResult) -> ChatResult:
+        """Cache a fresh answer and return the one to go on from: the cache's, when another unit (in
+        another process) stored an answer to the same request first. The usage stays this call's own."""
         call.add_usage(result.usage)
-        if self.cache is not None and call.spec.backend != "replay":
-            self.cache.put(key, result, self._endpoint(call.spec))
+        if self.cache is None or call.spec.backend == "replay":
+            return result
+        return self._scrubbed(self.cache.put(key, result, self._endpoint(call.spec)))
 
     async def _round(self, call: _Call) -> str:
         """Send the current conversation once (cache, then backend with retries); return the text."""
@@ -312,25 +315,25 @@ class ChatClient:
             call.cache_hits += 1
             call.add_usage(result.usage)
         elif result is None:
-            result = await self._send_once(call, request, sending)
-            self._store(call, key, result)
+            result = await self._send_once(call, request, key, sending)
         call.text = result.text
         call.finish_reason = result.finish_reason
         return result.text
 
-    async def _send_once(self, call: _Call, request: ChatRequest, key: str) -> ChatResult:
-        """Call the backend, publishing the pending answer so identical concurrent requests to the
-        same server (``key``: request hash and endpoint) wait for it."""
+    async def _send_once(self, call: _Call, request: ChatRequest, key: str, sending: str) -> ChatResult:
+        """Call the backend and cache the answer (``key``: the request hash), publishing the pending
+        answer so identical concurrent requests to the same server (``sending``: hash and endpoint)
+        wait for it and go on from the same answer."""
         pending: asyncio.Future[ChatResult] = asyncio.get_running_loop().create_future()
         pending.add_done_callback(lambda done: done.cancelled() or done.exception())  # no "never retrieved"
-        self._in_flight[key] = pending
+        self._in_flight[sending] = pending
         try:
-            result = await self._attempts(call, request)
+            result = self._store(call, key, await self._attempts(call, request))
         except BaseException as err:
             pending.set_exception(err)
             raise
         finally:
-            self._in_flight.pop(key, None)
+            self._in_flight.pop(sending, None)
         pending.set_result(result)
         return result
 
@@ -399,7 +402,7 @@ class ChatClient:
                     async for piece in source:
                         yield piece
                 text = "".join(pieces)
-                self._store(call, call.request_hash, ChatResult(text=text))
+                self._store(call, call.request_hash, ChatResult(text=text))  # what was streamed stands
             call.text = text
             sink.outcome = await self._conclude(call, text)
         except GeneratorExit:

@@ -83,6 +83,7 @@ class RelayHandle(Protocol):
     """The relay actor's handle, as the tasks and the driver call it."""
 
     put: _RemoteMethod
+    claim: _RemoteMethod
     responses: _RemoteMethod
     drain: _RemoteMethod
 
@@ -137,10 +138,11 @@ class _Relay:
     def responses(self) -> dict[str, dict[str, Any]]:
         return self._responses
 
+    def claim(self, key: str, result: dict[str, Any]) -> dict[str, Any]:
+        """Keep a unit's fresh answer unless another unit's came first; the one kept."""
+        return self._responses.setdefault(key, result)
+
     def put(self, unit: int, attempt: str, items: list[Item]) -> None:
-        for item in items:
-            if item[0] == "response":
-                self._responses[item[1]] = item[2]
         self._batches.append((unit, attempt, items))
 
     def drain(self) -> list[tuple[int, str, list[Item]]]:
@@ -169,7 +171,8 @@ def run_unit_task(job: UnitJob, index: int, relay: RelayHandle) -> float:
     writer = RelayWriter(job.record, job.header, send)
     recorder = Recorder(writer, span_prefix=f"u{index}.{attempt}-")
     chat = ChatClient(job.llm_config, recorder=recorder,
-                      cache=RelayedResponses(responses, ResponseCache() if job.persistent_cache else None, writer))
+                      cache=RelayedResponses(responses, ResponseCache() if job.persistent_cache else None,
+                                             lambda key, result: ray.get(relay.claim.remote(key, result))))
 
     async def unit() -> None:
         embedder = None

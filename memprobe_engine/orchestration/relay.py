@@ -35,10 +35,13 @@ from memprobe_engine.llm.types import ChatResult
 from memprobe_engine.orchestration.resume import RecordedResponses
 
 #: One thing a worker hands the driver: ``("event", line)`` (the event's JSON, scrubbed),
-#: ``("payload", data)``, ``("response", request hash, result JSON)`` or ``("progress", text)``.
+#: ``("payload", data)`` or ``("progress", text)``.
 Item = tuple[Any, ...]
 #: Carries a batch to the driver; ``wait`` True returns only once the driver's side holds it.
 Send = Callable[[list[Item], bool], None]
+#: Hands the driver a fresh answer (request hash, result JSON) and returns the answer the run goes on
+#: from: the first any unit handed it for that request.
+Claim = Callable[[str, dict[str, Any]], dict[str, Any]]
 
 #: Event kinds that finish something: the batch ending with one is handed on and waited for.
 FINISHING_KINDS = frozenset({"llm_call", "span_end", "embedding"})
@@ -90,10 +93,6 @@ class RelayWriter(EventWriter):
             self._batch.append(("payload", stored))
         return ref
 
-    def response(self, key: str, result: ChatResult) -> None:
-        """A model answer to keep at the driver for a retry of this unit (ahead of its llm_call event)."""
-        self._batch.append(("response", key, result.model_dump(mode="json")))
-
     def progress(self, text: str) -> None:
         self._batch.append(("progress", text))
         self._hand_on(finished=False)
@@ -114,15 +113,21 @@ class RelayWriter(EventWriter):
 
 class RelayedResponses(RecordedResponses):
     """The worker's response layer: answers from what the driver sent it (the recording being resumed,
-    earlier attempts at the unit), then the persistent cache; every new answer also goes to the driver."""
+    earlier attempts at the unit), then the persistent cache. Every new answer is claimed at the driver
+    before the unit goes on: two units in different workers that ask one request word for word (a
+    simulated user's first line, the same for every memory system) go on from the first answer, as
+    they do in one process, so a resume serves each unit the answer it used."""
 
-    def __init__(self, recorded: dict[str, ChatResult], fallback: ResponseStore | None, writer: RelayWriter) -> None:
+    def __init__(self, recorded: dict[str, ChatResult], fallback: ResponseStore | None, claim: Claim) -> None:
         super().__init__(recorded, fallback)
-        self._writer = writer
+        self._claim = claim
 
-    def put(self, key: str, result: ChatResult, endpoint: str = "") -> None:
-        self._writer.response(key, result)  # the driver holds it before the worker counts it done
-        super().put(key, result, endpoint)
+    def put(self, key: str, result: ChatResult, endpoint: str = "") -> ChatResult:
+        held = ChatResult.model_validate(self._claim(key, result.model_dump(mode="json")))
+        if self._fallback is not None:
+            self._fallback.put(key, held, endpoint)
+        self._recorded[key] = held
+        return held
 
 
 @dataclass

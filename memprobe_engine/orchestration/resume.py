@@ -84,10 +84,10 @@ class RecordedResponses:
             return hit
         return self._fallback.get(key, endpoint) if self._fallback is not None else None
 
-    def put(self, key: str, result: ChatResult, endpoint: str = "") -> None:
-        self._recorded[key] = result
+    def put(self, key: str, result: ChatResult, endpoint: str = "") -> ChatResult:
         if self._fallback is not None:
-            self._fallback.put(key, result, endpoint)
+            result = self._fallback.put(key, result, endpoint)
+        return self._recorded.setdefault(key, result)
 
 
 @dataclass

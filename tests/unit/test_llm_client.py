@@ -281,3 +281,29 @@ async def test_without_a_cache_identical_requests_are_all_sent() -> None:
     client = ChatClient(config(), backend_factory=lambda s: backend)
     await asyncio.gather(*(client.chat("agent", user("same question")) for _ in range(2)))
     assert len(backend.requests) == 2
+
+
+class ArrivesFirstElsewhere(SlowBackend):
+    """Another process (a Ray worker running another unit) stores its answer to the same request in
+    the shared cache while this one's is on its way."""
+
+    def __init__(self, cache: ResponseCache, key_of: Callable[[ChatRequest], str]) -> None:
+        super().__init__(lambda request: "this process's answer")
+        self.cache, self.key_of = cache, key_of
+
+    async def complete(self, request: ChatRequest) -> ChatResult:
+        self.cache.put(self.key_of(request), ChatResult(text="the other unit's answer"))
+        return await super().complete(request)
+
+
+async def test_an_answer_stored_first_by_another_process_is_the_one_the_call_goes_on_from(tmp_path: Path) -> None:
+    from memprobe_engine.llm.hashing import request_hash
+
+    other = ResponseCache(tmp_path / "cache")
+    backend = ArrivesFirstElsewhere(other, lambda request: request_hash(request, backend="openai") + "@http://127.0.0.1:1/v1")
+    with temp_recording(tmp_path / "rec") as recorder:
+        client = ChatClient(config(), recorder, ResponseCache(tmp_path / "cache"), backend_factory=lambda s: backend)
+        outcome = await client.chat("agent", user("same question"))
+    assert len(backend.requests) == 1 and outcome.text == "the other unit's answer"
+    (event,) = read_events(tmp_path / "rec")
+    assert event["response_text"] == "the other unit's answer"  # what a resume serves is what was used

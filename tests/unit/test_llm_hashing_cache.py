@@ -74,6 +74,18 @@ def test_cache_round_trip_across_instances(tmp_path: Path) -> None:
     second.close()
 
 
+def test_the_first_answer_stored_for_a_request_stays(tmp_path: Path) -> None:
+    first, other = ResponseCache(tmp_path), ResponseCache(tmp_path)
+    assert first.put("k", ChatResult(text="first")).text == "first"
+    assert other.put("k", ChatResult(text="second")).text == "first"
+    assert first.get("k") == other.get("k") == ChatResult(text="first")
+    first._db.execute("UPDATE responses SET result = 'not json' WHERE hash = 'k'")
+    assert first.get("k") is None  # a damaged row is a miss, and the next answer replaces it
+    assert other.put("k", ChatResult(text="third")).text == "third" and first.get("k") == ChatResult(text="third")
+    first.close()
+    other.close()
+
+
 def test_cache_dir_from_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MEMPROBE_CACHE_DIR", str(tmp_path / "c"))
     cache = ResponseCache()
