@@ -37,8 +37,8 @@ from tests.functional.recovery_oracle import RecoveryOracle, plan_for
 from tests.tui.conftest import REPO, RUN
 from tests.tui.helpers import settle, text_of
 
-SHIPPED_A = ["sample-quick-sim_01", "sample-quick-fixed-user_001", "release-a-user_001-mem0",
-             "release-a-user_001-amem"]
+SHIPPED_A = ["sample-quick-sim_01", "sample-quick-live-sim_01", "sample-quick-fixed-user_001",
+             "release-a-user_001-mem0", "release-a-user_001-amem"]
 
 
 @pytest.fixture(scope="module")

@@ -49,6 +49,22 @@ def test_recorded_replies_of_the_shipped_quick_run() -> None:
     assert len(paper) > 100 and not [t for t in paper if out_of_role_reason(t)]
 
 
+def test_the_shipped_live_run_speaks_as_the_user_and_discloses_a_third_of_its_tasks() -> None:
+    """recordings/sample-quick-live-sim_01 (`make demo-live` on 2026-12-04: chat log with the focus
+    pick, stage 1 with quoted evidence): every simulated-user line passes the detector (13 of 14 are
+    hers by reading; one speaks of "RENEE" in the third person), and stage 1 finds the user's own
+    words disclosing the target on the geography task in both systems, 2 of the 6 tasks."""
+    recording = ROOT / "recordings" / "sample-quick-live-sim_01"
+    events = list(open_recording(recording).iter_events(kinds=["message", "attribution_stage"]))
+    lines = [e.content for e in events if e.kind == "message" and e.role == "user" and (e.turn or 0) > 0]
+    assert len(lines) == 14 and not [text for text in lines if out_of_role_reason(text)]
+    disclosed = {(e.system, e.dimension) for e in events
+                 if e.kind == "attribution_stage" and e.stage == 1 and e.verdict == "disclosed"}
+    assert disclosed == {("nomem", "regional_geography_knowledge"), ("longctx_full", "regional_geography_knowledge")}
+    evidence = {e.evidence for e in events if e.kind == "attribution_stage" and e.verdict == "disclosed"}
+    assert evidence and all(quote in lines for quote in evidence)
+
+
 def test_user_phrasing_and_quoted_messages_are_in_role() -> None:
     for text in ("Hmm, still too long. Let me know if you need the teacher's name.",
                  "Yeah, that works. I’d probably say: “Sorry, I can’t send it, but I can help you with a couple "

@@ -16,7 +16,8 @@ from memprobe_engine.memory.timeline import StoreTimeline
 
 REPO = Path(__file__).resolve().parents[2]
 RECORDINGS = [REPO / "tests" / "fixtures" / "tui" / "run",  # mem0 with updates and deletes
-              REPO / "recordings" / "sample-quick-sim_01", REPO / "recordings" / "sample-paradigms-quick"]
+              REPO / "recordings" / "sample-quick-sim_01", REPO / "recordings" / "sample-quick-live-sim_01",
+              REPO / "recordings" / "sample-paradigms-quick"]
 
 
 @pytest.mark.parametrize("every", [2, 3, 200])
