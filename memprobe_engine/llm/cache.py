@@ -109,16 +109,16 @@ class ResponseCache:
     def put(self, key: str, result: ChatResult, endpoint: str = "") -> ChatResult:
         """Store a successful result unless another writer stored one first (another process asked
         the same request at the same time); return the stored one. A damaged row is replaced."""
-        row_key = _row_key(key, endpoint)
+        row_key, blob = _row_key(key, endpoint), result.model_dump_json()
         with self._lock:
             self._db.execute("INSERT OR IGNORE INTO responses (hash, result, created) VALUES (?, ?, ?)",
-                             (row_key, result.model_dump_json(), time.time()))
+                             (row_key, blob, time.time()))
             row = self._db.execute("SELECT result FROM responses WHERE hash = ?", (row_key,)).fetchone()
             try:
                 return ChatResult.model_validate_json(row[0])
             except ValidationError:
                 self._db.execute("UPDATE responses SET result = ?, created = ? WHERE hash = ?",
-                                 (result.model_dump_json(), time.time(), row_key))
+                                 (blob, time.time(), row_key))
                 return result
 
     def __len__(self) -> int:

@@ -124,6 +124,8 @@ class RelayedResponses(RecordedResponses):
 
     def put(self, key: str, result: ChatResult, endpoint: str = "") -> ChatResult:
         held = ChatResult.model_validate(self._claim(key, result.model_dump(mode="json")))
+        # Not RecordedResponses.put: the driver's answer is the run's, even where this node's cache
+        # holds another one from an earlier run.
         if self._fallback is not None:
             self._fallback.put(key, held, endpoint)
         self._recorded[key] = held

@@ -287,20 +287,20 @@ class ArrivesFirstElsewhere(SlowBackend):
     """Another process (a Ray worker running another unit) stores its answer to the same request in
     the shared cache while this one's is on its way."""
 
-    def __init__(self, cache: ResponseCache, key_of: Callable[[ChatRequest], str]) -> None:
+    def __init__(self, cache: ResponseCache, endpoint: str) -> None:
         super().__init__(lambda request: "this process's answer")
-        self.cache, self.key_of = cache, key_of
+        self.cache, self.endpoint = cache, endpoint
 
     async def complete(self, request: ChatRequest) -> ChatResult:
-        self.cache.put(self.key_of(request), ChatResult(text="the other unit's answer"))
+        from memprobe_engine.llm.hashing import request_hash
+
+        self.cache.put(request_hash(request, backend="openai"), ChatResult(text="the other unit's answer"),
+                       self.endpoint)
         return await super().complete(request)
 
 
 async def test_an_answer_stored_first_by_another_process_is_the_one_the_call_goes_on_from(tmp_path: Path) -> None:
-    from memprobe_engine.llm.hashing import request_hash
-
-    other = ResponseCache(tmp_path / "cache")
-    backend = ArrivesFirstElsewhere(other, lambda request: request_hash(request, backend="openai") + "@http://127.0.0.1:1/v1")
+    backend = ArrivesFirstElsewhere(ResponseCache(tmp_path / "cache"), "http://127.0.0.1:1/v1")
     with temp_recording(tmp_path / "rec") as recorder:
         client = ChatClient(config(), recorder, ResponseCache(tmp_path / "cache"), backend_factory=lambda s: backend)
         outcome = await client.chat("agent", user("same question"))
