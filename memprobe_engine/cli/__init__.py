@@ -64,11 +64,12 @@ app = typer.Typer(
 )
 
 from memprobe_engine.cli import (ablation_cmd, compare_cmd, doctor_cmd, generate_cmd, import_cmd,  # noqa: E402
-                                 llm_cmds, merge_cmd, proxy_cmd, recording_cmds, report_cmd, rescore_cmd, run_cmd,
-                                 sessions_cmds)
+                                 judge_cmd, llm_cmds, merge_cmd, proxy_cmd, recording_cmds, report_cmd, rescore_cmd,
+                                 run_cmd, sessions_cmds)
 
 app.add_typer(recording_cmds.recording_app, name="recording")
 app.add_typer(llm_cmds.llm_app, name="llm")
+app.add_typer(judge_cmd.judge_app, name="judge")
 app.command("doctor")(doctor_cmd.doctor)
 app.command("run")(run_cmd.run)
 app.command("report")(report_cmd.report)
