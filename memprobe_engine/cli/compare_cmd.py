@@ -103,6 +103,10 @@ def _runs(console: Console, base_text: str, other_text: str, changed_only: bool,
     counts = result.cases["change"].value_counts()
     console.print(", ".join(f"{int(counts.get(c, 0))} {c}" for c in ("improved", "regressed", "unchanged", "excluded")))
     console.print(R.category_table(result))
+    from memprobe_engine.report.detectable import paired_line
+
+    for (left, right), group in result.cases.dropna(subset=["delta"]).groupby(["base_system", "other_system"]):
+        console.print(paired_line(group["delta"].astype(float).tolist(), f"{left} → {right}"), soft_wrap=True)
     if plots is not None:
         _said(console, R.compare_plots(result, plots), plots)
     return dict(result.as_dict())

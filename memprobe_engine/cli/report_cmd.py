@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 from rich.console import Console
 
-from memprobe_engine.report.frames import load_frames
+from memprobe_engine.report.frames import ReportFrames, load_frames
 from memprobe_engine.report.paradigm_report import paradigm_report, split_by_protocol
 from memprobe_engine.report.render import WIDTH, export, print_tables
 from memprobe_engine.report.tables import build_tables, parse_table_names
@@ -66,6 +66,7 @@ def report(
              f"not applicable" for source in sorted(set(frames.fixed.values()))]
     footer = "\n".join(line for line in (_policy_footer(recordings), *fixed) if line) or None
     print_tables(built, console, footer=footer)
+    _print_detectable(console, frames)
     bundle = {**frames.as_dict(), **built}
     for folder, fmt in ((csv, "csv"), (parquet, "parquet")):
         if folder is not None:
@@ -76,6 +77,26 @@ def report(
 
         _say_plots(recovery_plots(frames.scores, plots), plots)
     _print_costs(recordings, price)
+
+
+def _print_detectable(console: Console, frames: ReportFrames) -> None:
+    """What the run's cases can detect, per system (report/detectable.py)."""
+    from memprobe_engine.events.reader import open_recording
+    from memprobe_engine.recovery.judge_kind import judge_error_sd, judge_of
+    from memprobe_engine.report.detectable import report_lines
+    from memprobe_engine.report.tables import usable_scores
+
+    usable = usable_scores(frames)
+    if usable.empty:
+        return
+    sds: dict[str, float | None] = {}
+    for recording in usable["recording"].unique():
+        with open_recording(Path(recording)) as reader:
+            sds[recording] = judge_error_sd(judge_of(reader.header.config))
+    console.print("What these cases can detect")
+    for line in report_lines(list(usable[["system", "recording", "score"]].itertuples(index=False, name=None)),
+                             sds.__getitem__):
+        console.print(f"  {line}", soft_wrap=True)
 
 
 def _print_costs(recordings: list[Path], price: list[str] | None) -> None:
