@@ -39,6 +39,10 @@ def rescore(
     judge_only: Annotated[bool, typer.Option(
         "--judge-only", help="Judge the recorded slot-fill again (no slot-filler call, no attribution): the "
                              "judge's sensitivity alone, e.g. with --model recovery_judge=SPEC --layer NAME.")] = False,
+    recovery_judge: Annotated[Optional[str], typer.Option(
+        "--recovery-judge", help="model (the recovery_judge role's model) or calibrated[:NAME] (trained on the "
+                                 "paper's judgments, no model call); default: the judge the recording was scored "
+                                 "with.")] = None,
 ) -> None:
     """Re-score recorded cases without re-running the memory system; originals stay untouched."""
     from memprobe_engine.events.base import EventBase
@@ -56,6 +60,9 @@ def rescore(
 
     if layer is not None:
         check_layer_name(layer, where="--layer")
+    from memprobe_engine.recovery.judge_kind import check_judge
+
+    chosen_judge = check_judge(recovery_judge) if recovery_judge is not None else None
     if mode is not None and mode not in ("dump_all", "retrieve"):
         raise ConfigError(f"--mode {mode!r}: use dump_all or retrieve.")
     wanted_users, wanted_dims, wanted_systems = _csv(users), _csv(dims), _csv(systems)
@@ -86,7 +93,7 @@ def rescore(
         results = asyncio.run(run_rescore(
             recording, cases, chat_factory=lambda recorder: ChatClient(llm_config, recorder, ResponseCache()),
             context_tokens=context, attribution=not no_attribution, on_event=on_event,
-            layer=layer, judge_only=judge_only))
+            layer=layer, judge_only=judge_only, judge_kind=chosen_judge))
         progress.hook("all cases re-scored", len(cases), len(cases))
     table = Table("user", "system", "dimension", "mode", "original", "new", "label", "attribution")
     for r in results:

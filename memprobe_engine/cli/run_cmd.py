@@ -111,6 +111,11 @@ def run(
         help="recovery: prompt framing, release (default; the release's layout) or embedded (the same content "
              "framed for a small model: cache-friendly layout, stricter judge, in-role simulated user); "
              "docs/protocol-a.md.")] = None,
+    recovery_judge: Annotated[Optional[str], typer.Option(
+        "--recovery-judge", help="recovery: who judges a fill, model (the recovery_judge role's model, the paper's "
+                                 "judge; default) or calibrated[:NAME] (a cross-encoder trained on the paper's own "
+                                 "judgments, no model call; default under --framing embedded); docs/protocol-a.md."
+    )] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not use the persistent response cache.")] = False,
     episodes: Annotated[Optional[str], typer.Option(help="paradigms: comma-separated episode ids, or all.")] = None,
     paradigms: Annotated[Optional[str], typer.Option(help="paradigms: interference, misinformation, consolidation, "
@@ -190,7 +195,7 @@ def run(
             agent_max_tokens=agent_max_tokens, simulator_max_tokens=simulator_max_tokens,
             judge_max_tokens=judge_max_tokens, preference_judge_max_tokens=preference_judge_max_tokens,
             no_preference_judge=no_preference_judge, policy=policy, embeddings=embeddings, dialogues=dialogues,
-            framing=framing))
+            framing=framing, recovery_judge=recovery_judge))
         llm_config = load_llm_config(config, os.environ, role_specs(model))
         if dry_run:  # the resolved protocol only: no server is started, no recording written
             from memprobe_engine.cli.estimate_view import print_estimate

@@ -39,6 +39,8 @@ class JudgeScore(EventBase):
     call_seq: SeqRef = None
     excluded: str | None = None
     rescore_of: SeqRef = None
+    #: A judge that is no model call (``calibrated:NAME``); None when ``call_seq`` names the call.
+    judge: str | None = None
 
 
 class AttributionStage(EventBase):

@@ -184,8 +184,9 @@ def _score_dimension(estimate: CostEstimate, plan: RecoveryPlan, built: Any, ent
                 base = (base[0] * _WRITER_STORE[0], base[1] * _WRITER_STORE[1], base[2] * _WRITER_STORE[2])
             chars = (shell + base[0], shell + base[1], shell + base[2])
             estimate.role("slot_filler").add_calls((0, 1, 1), chars, answer_tokens(s.judge_max_tokens))
-            estimate.role("recovery_judge").add_calls((0, shares.of_system(shares.judged, system).share, 1),
-                                                      (judge_chars,) * 3, judge_answer)
+            if s.recovery_judge == "model":  # a calibrated judge makes no model call
+                estimate.role("recovery_judge").add_calls((0, shares.of_system(shares.judged, system).share, 1),
+                                                          (judge_chars,) * 3, judge_answer)
             recovered = shares.of_system(shares.recovered, system).share
             below += 1 - recovered
             below_high += 1
@@ -285,7 +286,7 @@ def plan_from_config(config: dict[str, Any]) -> RecoveryPlan | None:
         agent_max_tokens=config.get("agent_max_tokens"), simulator_max_tokens=config.get("simulator_max_tokens"),
         preference_judge=bool(config.get("preference_judge", True)),
         preference_judge_max_tokens=config.get("preference_judge_max_tokens"),
-        framing=config.get("framing", "release"))
+        framing=config.get("framing", "release"), recovery_judge=config.get("recovery_judge", "model"))
     return RecoveryPlan(sessions_dir=Path(sessions), users=users if isinstance(users, list) else None,
                         dimensions=config.get("dimensions"), systems=list(config.get("systems") or []),
                         modes=list(config.get("modes") or ["dump_all", "retrieve"]), settings=settings,

@@ -46,6 +46,7 @@ class ProtocolTable(BaseModel):
     preference_judge: bool | None = None
     policy: ExclusionPolicy | None = None
     framing: Framing | None = None
+    recovery_judge: str | None = None
     modes: list[Literal["dump_all", "retrieve"]] | None = None
     embeddings: str | None = None
 
@@ -102,6 +103,8 @@ def recovery_protocol(plan: RecoveryPlan, llm_config: LLMConfig) -> ResolvedProt
         roles.append(role_setting(llm_config, "reader", temperature=REACT_PARAMS.temperature,
                                   max_tokens=REACT_PARAMS.max_tokens, note="memt's ReAct retrieval policy"))
     for role in ("slot_filler", "recovery_judge", "attribution_judge"):
+        if role == "recovery_judge" and s.recovery_judge != "model":
+            continue  # the calibrated judge makes no model call
         roles.append(role_setting(llm_config, role, temperature=0.0, max_tokens=s.judge_max_tokens))
     rollout = plan.dialogues.describe() + "; no simulator, assistant or preference-judge call; metrics A, C, " \
         "D not applicable" if plan.dialogues is not None else "live (simulator and assistant)"
@@ -114,6 +117,8 @@ def recovery_protocol(plan: RecoveryPlan, llm_config: LLMConfig) -> ResolvedProt
         "exclusion policy": DESCRIPTIONS[s.policy],
         "prompt framing": "release (the recovery release's layout)" if s.framing == "release" else
         "embedded (the release's content framed for a small model; docs/protocol-a.md)",
+        "recovery judge": "the recovery_judge role's model (the paper's judge)" if s.recovery_judge == "model"
+        else f"{s.recovery_judge} (trained on the paper's judgments, no model call; docs/protocol-a.md)",
         "shard": f"{plan.shard[0]}/{plan.shard[1]}",
     }
     return ResolvedProtocol(suite="recovery (protocol A)", roles=roles, parameters=parameters)

@@ -30,6 +30,7 @@ from memprobe_engine.recovery.outcomes import OutcomeFold
 from memprobe_engine.recovery.attribution import Stage0Cache, Stage0Verdict, attribute
 from memprobe_engine.recovery.inputs import BankEntry, PoolDimension
 from memprobe_engine.recovery.framing import Framing, framing_of
+from memprobe_engine.recovery.judge_kind import judge_of
 from memprobe_engine.recovery.policy import ExclusionPolicy, policy_of
 from memprobe_engine.recovery.prompts import Turn
 from memprobe_engine.recovery.scoring import Mode, TextSink, judge, slot_fill
@@ -173,7 +174,7 @@ async def rescore(record: Path, cases: Iterable[Case], *, chat_factory: Callable
                   context_tokens: int, attribution: bool = True, on_text: TextSink | None = None,
                   on_event: EventSink | None = None, max_tokens: int | None = 200,
                   policy: ExclusionPolicy | None = None, layer: str | None = None,
-                  judge_only: bool = False) -> list[RescoreResult]:
+                  judge_only: bool = False, judge_kind: str | None = None) -> list[RescoreResult]:
     """Re-score ``cases`` and append the results to ``record``. ``chat_factory`` builds the chat
     client bound to the recorder (so the new LLM calls are recorded in the same recording).
     ``policy`` defaults to the one the recording was made under (an imported release run: paper).
@@ -181,11 +182,13 @@ async def rescore(record: Path, cases: Iterable[Case], *, chat_factory: Callable
     release's own — is reused, never asked again: one verdict per (user, dimension). ``layer``
     keeps the new judgments as that named layer (``EventBase.layer``) instead of replacing the
     current outcome. ``judge_only`` judges the recorded slot-fill again instead of filling anew (a
-    judge's sensitivity alone: no slot-filler call, no attribution)."""
+    judge's sensitivity alone: no slot-filler call, no attribution). ``judge_kind`` (model or
+    calibrated:NAME, :mod:`.judge_kind`) defaults to the judge the recording was scored with."""
     with open_recording(record) as reader:
         materials = [gather(reader, case) for case in cases]
         chosen = policy or policy_of(reader.header.config)
         framing = framing_of(reader.header.config)
+        judge_kind = judge_kind or judge_of(reader.header.config)
     results: list[RescoreResult] = []
     # The shared run lifecycle: run_start/run_end around the appended events, leftover spans closed.
     async with recorded_run(record, header=None, suite="rescore", resumed=True, cancel_strays=False,
@@ -197,7 +200,7 @@ async def rescore(record: Path, cases: Iterable[Case], *, chat_factory: Callable
         try:
             for material in materials:
                 results.append(await _one(chat, recorder, material, context_tokens, attribution and not judge_only,
-                                          on_text, max_tokens, chosen, framing, judge_only))
+                                          on_text, max_tokens, chosen, framing, judge_only, judge_kind))
         finally:
             await chat.aclose()
     return results
@@ -205,7 +208,8 @@ async def rescore(record: Path, cases: Iterable[Case], *, chat_factory: Callable
 
 async def _one(chat: ChatClient, recorder: _ObservedRecorder, material: CaseMaterial, context_tokens: int,
                attribution: bool, on_text: TextSink | None, max_tokens: int | None,
-               policy: ExclusionPolicy, framing: Framing, judge_only: bool = False) -> RescoreResult:
+               policy: ExclusionPolicy, framing: Framing, judge_only: bool = False,
+               judge_kind: str = "model") -> RescoreResult:
     case = material.case
     first = len(recorder.emitted)
     with recorder.span(f"rescore {case.dimension} {case.mode}", "rescore", user_id=case.user_id, system=case.system,
@@ -218,7 +222,8 @@ async def _one(chat: ChatClient, recorder: _ObservedRecorder, material: CaseMate
                                    context_tokens=context_tokens, max_tokens=max_tokens, on_text=on_text,
                                    policy=policy, framing=framing)
         score = await judge(chat, recorder, material.entry, fill, max_tokens=max_tokens,
-                            rescore_of=material.original_score_seq, on_text=on_text, policy=policy, framing=framing)
+                            rescore_of=material.original_score_seq, on_text=on_text, policy=policy, framing=framing,
+                            judge_kind=judge_kind)
         label = None
         if attribution:
             stage0 = Stage0Cache()

@@ -66,6 +66,8 @@ class RolloutSettings:
     policy: ExclusionPolicy = DEFAULT_POLICY
     #: How prompts are laid out for the model (:mod:`.framing`); ``release`` is the paper's.
     framing: Framing = DEFAULT_FRAMING
+    #: Who judges a fill (:mod:`.judge_kind`): ``model`` (the paper's judge) or ``calibrated:NAME``.
+    recovery_judge: str = "model"
 
     @property
     def preference_judge_cap(self) -> int | None:

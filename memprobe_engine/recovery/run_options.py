@@ -13,6 +13,7 @@ from typing import ClassVar, cast, get_args
 from memprobe_engine.errors import ConfigError
 from memprobe_engine.recovery.dialogue_source import parse_source
 from memprobe_engine.recovery.framing import DEFAULT_FRAMING, check_framing
+from memprobe_engine.recovery.judge_kind import check_judge, default_judge
 from memprobe_engine.recovery.policy import DEFAULT_POLICY, check_policy
 from memprobe_engine.recovery.protocol_config import cap, load_protocol_table, merged
 from memprobe_engine.recovery.rollout import RolloutSettings
@@ -28,7 +29,7 @@ class RecoveryOptions:
     own_flags: ClassVar[tuple[str, ...]] = (
         "--users", "--dims", "--modes", "--max-turns", "--agent-max-tokens", "--simulator-max-tokens",
         "--judge-max-tokens", "--preference-judge-max-tokens", "--no-preference-judge", "--policy", "--dialogues",
-        "--framing")
+        "--framing", "--recovery-judge")
 
     sessions: Path
     systems: list[str]
@@ -48,6 +49,7 @@ class RecoveryOptions:
     embeddings: str | None = None
     dialogues: str | None = None
     framing: str | None = None
+    recovery_judge: str | None = None
 
 
 def recovery_plan(options: RecoveryOptions) -> RecoveryPlan:
@@ -70,6 +72,8 @@ def recovery_plan(options: RecoveryOptions) -> RecoveryPlan:
             raise ConfigError(f"{flag} {value}: a reply cap is a number of tokens; give a positive number, "
                               f"or 0 for no cap.")
     defaults = RolloutSettings()
+    framing = check_framing(merged(options.framing, table.framing, DEFAULT_FRAMING))
+    recovery_judge = check_judge(merged(options.recovery_judge, table.recovery_judge, default_judge(framing)))
     settings = RolloutSettings(
         max_turns=turns, seed=options.seed,
         agent_max_tokens=cap(merged(options.agent_max_tokens, table.agent_max_tokens, None)),
@@ -84,7 +88,7 @@ def recovery_plan(options: RecoveryOptions) -> RecoveryPlan:
         preference_judge=False if options.no_preference_judge or source is not None
         else merged(None, table.preference_judge, True),
         policy=check_policy(merged(options.policy, table.policy, DEFAULT_POLICY)),
-        framing=check_framing(merged(options.framing, table.framing, DEFAULT_FRAMING)))
+        framing=framing, recovery_judge=recovery_judge)
     return RecoveryPlan(sessions_dir=options.sessions, users=options.users, dimensions=options.dims,
                         systems=options.systems, modes=cast("list[Mode]", mode_list), settings=settings,
                         shard=options.shard, embedding_spec=merged(options.embeddings, table.embeddings, "st:minilm"),

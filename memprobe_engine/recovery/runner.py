@@ -67,6 +67,7 @@ class RecoveryPlan:
                if self.settings.preference_judge_max_tokens is not None else {}),
             **({"dialogues": self.dialogues.config()} if self.dialogues is not None else {}),
             **({"framing": self.settings.framing} if self.settings.framing != "release" else {}),
+            **({"recovery_judge": self.settings.recovery_judge} if self.settings.recovery_judge != "model" else {}),
         }
 
 

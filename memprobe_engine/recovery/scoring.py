@@ -10,6 +10,7 @@ the same policy. A prediction of "unknown" scores 0 by the rubric without a judg
 
 from __future__ import annotations
 
+import asyncio
 import math
 import re
 from collections.abc import Callable
@@ -26,7 +27,9 @@ from memprobe_engine.events.scoring import JudgeScore, SlotFill
 from memprobe_engine.llm.types import SamplingParams
 from memprobe_engine.memory.base import MemorySystem
 from memprobe_engine.recovery import prompts, prompts_embedded
+from memprobe_engine.recovery.calibration.cross_judge import cross_judge
 from memprobe_engine.recovery.framing import DEFAULT_FRAMING, Framing
+from memprobe_engine.recovery.judge_kind import MODEL_JUDGE, calibrated_name
 from memprobe_engine.recovery.inputs import CATEGORY_GUIDE, BankEntry, PoolDimension, retrieve_query
 from memprobe_engine.recovery.policy import DEFAULT_POLICY, ExclusionPolicy, release_label
 from memprobe_engine.recovery.schemas import JudgeVerdict, SlotFillAnswer
@@ -169,8 +172,11 @@ def _same_stem(word: str, axis_word: str) -> bool:
 
 async def judge(chat: ChatClient, recorder: Recorder, entry: BankEntry, fill: SlotFill, *, max_tokens: int | None = 200,
                 rescore_of: int | None = None, on_text: TextSink | None = None,
-                policy: ExclusionPolicy = DEFAULT_POLICY, framing: Framing = DEFAULT_FRAMING) -> JudgeScore:
-    """Score a slot-fill against the hidden target on the five-level rubric (temperature 0)."""
+                policy: ExclusionPolicy = DEFAULT_POLICY, framing: Framing = DEFAULT_FRAMING,
+                judge_kind: str = MODEL_JUDGE) -> JudgeScore:
+    """Score a slot-fill against the hidden target on the five-level rubric: by the
+    ``recovery_judge`` model (temperature 0) or, for ``calibrated:NAME``, by the calibrated
+    cross-encoder (:mod:`.judge_kind`)."""
     mode = fill.mode
     if fill.label is None:
         return recorder.emit(JudgeScore(mode=mode, score=None, excluded=fill.excluded or "no prediction",
@@ -184,6 +190,9 @@ async def judge(chat: ChatClient, recorder: Recorder, entry: BankEntry, fill: Sl
         return recorder.emit(JudgeScore(mode=mode, score=0.0, rescore_of=rescore_of,
                                         reason=f"rubric: {fill.label!r} names no trait of the person, which scores 0 "
                                                f"like unknown (embedded framing)"))
+    weights = calibrated_name(judge_kind)
+    if weights is not None:
+        return await _calibrated(recorder, entry, fill, weights, rescore_of, on_text)
     embedded = framing == "embedded"
     outcome = await ask(chat, "recovery_judge",
                         (prompts_embedded.judge_messages if embedded else prompts.judge_messages)(entry, fill.label),
@@ -203,13 +212,28 @@ async def judge(chat: ChatClient, recorder: Recorder, entry: BankEntry, fill: Sl
                                     call_seq=outcome.call_seq, rescore_of=rescore_of))
 
 
+async def _calibrated(recorder: Recorder, entry: BankEntry, fill: SlotFill, weights: str, rescore_of: int | None,
+                      on_text: TextSink | None) -> JudgeScore:
+    """One score by the calibrated judge (a forward pass on the CPU, off the event loop)."""
+    assert fill.label is not None
+    scorer = await asyncio.to_thread(cross_judge, weights)
+    level, output = await asyncio.to_thread(scorer.score, entry.dimension, entry.short, entry.explanation, fill.label)
+    reason = (f"calibrated judge {weights} (trained on the paper's judgments): output {output:.3f} on "
+              f"{entry.short!r} vs {fill.label!r} gives level {level:g}")
+    if on_text is not None:
+        on_text("judge", reason)
+    return recorder.emit(JudgeScore(mode=fill.mode, score=level, reason=reason, rescore_of=rescore_of,
+                                    judge=scorer.model_id))
+
+
 async def score_dimension(chat: ChatClient, recorder: Recorder, system: MemorySystem, entry: BankEntry,
                           pool_entry: PoolDimension | None, mode: Mode, *, context_tokens: int,
                           max_tokens: int | None = 200, policy: ExclusionPolicy = DEFAULT_POLICY,
-                          framing: Framing = DEFAULT_FRAMING) -> DimensionScore:
+                          framing: Framing = DEFAULT_FRAMING, judge_kind: str = MODEL_JUDGE) -> DimensionScore:
     memory = await read_memory(system, recorder, entry, mode)
     fill = await slot_fill(chat, recorder, entry, pool_entry, memory, mode, context_tokens=context_tokens,
                            max_tokens=max_tokens, policy=policy, framing=framing)
-    score = await judge(chat, recorder, entry, fill, max_tokens=max_tokens, policy=policy, framing=framing)
+    score = await judge(chat, recorder, entry, fill, max_tokens=max_tokens, policy=policy, framing=framing,
+                        judge_kind=judge_kind)
     return DimensionScore(mode=mode, label=fill.label, score=score.score, excluded=score.excluded,
                           overflow=fill.overflow, judge_seq=score.seq)

@@ -112,7 +112,8 @@ async def run_unit(ctx: UnitContext, user: SimUser, system_name: str, dimensions
                                                            context_tokens=ctx.reader_context_tokens,
                                                            max_tokens=ctx.settings.judge_max_tokens,
                                                            policy=ctx.settings.policy,
-                                                           framing=ctx.settings.framing)
+                                                           framing=ctx.settings.framing,
+                                                           judge_kind=ctx.settings.recovery_judge)
                             await attribute(ctx.chat, recorder, user_id=user.user_id, entry=entry,
                                             task_text=task.task, history=episode.history, score=result.score,
                                             mode=mode, stage0=ctx.stage0, max_tokens=ctx.settings.judge_max_tokens,

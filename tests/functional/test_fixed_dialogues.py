@@ -219,3 +219,34 @@ def test_the_replay_overview_leaves_a_and_c_undefined_for_a_fixed_run() -> None:
         else:
             assert mine.b["dump_all"] and mine.b["dump_all"] > 0
             assert (mine.a, mine.c, mine.d) == (None, None, None)
+
+
+def test_a_run_judged_by_the_calibrated_judge_makes_no_judge_call_and_rescore_keeps_it(tmp_path: Path) -> None:
+    """--recovery-judge calibrated: every judged fill is scored by the shipped cross-encoder (named on the
+    score, recorded in the header), no recovery_judge call is made, and a re-score uses the same judge."""
+    from memprobe_engine.recovery.calibration.cross_judge import DEFAULT_JUDGE
+    from memprobe_engine.recovery.rescore import Case, rescore
+    from memprobe_engine.llm.client import ChatClient
+
+    chosen = dims(3)
+    source = parse_source(str(live_source(tmp_path, chosen)))
+    plan = fixed_plan(chosen, ["longctx_full"], source)
+    plan = RecoveryPlan(**{**plan.__dict__, "settings": RolloutSettings(
+        max_turns=25, preference_judge=False, recovery_judge=f"calibrated:{DEFAULT_JUDGE}")})
+    oracle = RecoveryOracle()
+    record = asyncio.run(run_recovery(plan, tmp_path / "calibrated", llm_config=config(),
+                                      backend_factory=lambda spec: oracle))
+    with open_recording(record) as reader:
+        assert reader.header.config["recovery_judge"] == f"calibrated:{DEFAULT_JUDGE}"
+        roles = Counter(e.role for e in reader.iter_events(kinds=["llm_call"]))
+        scores = list(reader.iter_events(kinds=["judge_score"]))
+    assert roles["recovery_judge"] == 0 and roles["slot_filler"] > 0
+    judged = [s for s in scores if s.judge is not None]
+    assert judged and all(s.judge == f"calibrated:{DEFAULT_JUDGE}" and s.call_seq is None for s in judged)
+    assert all(s.score in (0.0, 0.25, 0.5, 0.75, 1.0) for s in judged)
+    first = judged[0]
+    results = asyncio.run(rescore(record, [Case(USER, "longctx_full", first.dimension, first.mode)],
+                                  chat_factory=lambda recorder: ChatClient(config(), recorder,
+                                                                           backend_factory=lambda spec: oracle),
+                                  context_tokens=1_000_000, attribution=False, judge_only=True))
+    assert results[0].score == first.score and results[0].reason == first.reason
