@@ -173,6 +173,10 @@ def spec_from_table(table: dict[str, Any], *, origin: str) -> ModelSpec:
     """Build a spec from a config-file table: an optional ``spec = "..."`` string, then fields."""
     fields: dict[str, Any] = {}
     table = dict(table)
+    if table.get("concurrency") == 0 and not isinstance(table["concurrency"], bool):
+        # 0 is the model's "backend default" marker; written in a file it would read as "no request".
+        raise ConfigError(f"{origin}: concurrency = 0 would let no request through: give 1 or more, or leave "
+                          f"it out for the backend's default.")
     short = table.pop("spec", None)
     try:
         if short is not None:

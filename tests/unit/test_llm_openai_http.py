@@ -228,6 +228,9 @@ def test_key_resolution() -> None:
     assert isinstance(backend, OpenAICompatBackend) and backend.api_key_env == "TEAM_KEY"
     loopback = make_backend(parse_spec("openai:m@http://localhost:8000/v1"), {})
     assert isinstance(loopback, OpenAICompatBackend) and loopback.base_url == "http://localhost:8000/v1"
+    named_loopback = parse_spec("openai:m@http://localhost:8000/v1").model_copy(update={"api_key_env": "UNSET_KEY"})
+    with pytest.raises(ConfigError, match="UNSET_KEY is not set"):  # named, so no placeholder hides it
+        make_backend(named_loopback, {})
 
 
 FAKE_VLLM = r'''

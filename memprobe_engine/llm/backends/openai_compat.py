@@ -102,9 +102,15 @@ def resolve_api_key(spec: ModelSpec, base_url: str, env: Mapping[str, str]) -> t
     - a spec naming ``api_key_env`` sends that variable's key (to whatever URL the spec names);
     - otherwise ``OPENAI_API_KEY`` goes only to the OpenAI endpoint (or the one ``OPENAI_BASE_URL``
       names): a loopback server or another host gets a placeholder, never that key. A server that then
-      answers 401 gets a message saying to name its key with ``api_key_env``.
+      answers 401 gets a message saying to name its key with ``api_key_env``;
+    - ``api_key_env`` naming an unset variable is a ConfigError, on loopback too.
     """
     names = [spec.api_key_env] if spec.api_key_env else [DEFAULT_KEY_ENV]
+    if spec.api_key_env and not env.get(spec.api_key_env, "").strip():
+        # Named on purpose, so a placeholder (the loopback default) would hide a forgotten export.
+        raise ConfigError(f"Model spec {spec.where()} names api_key_env = \"{spec.api_key_env}\", but "
+                          f"{spec.api_key_env} is not set (or empty): export {spec.api_key_env}=<key>, or remove "
+                          f"api_key_env from the [models.ROLE] table for a server that needs no key.")
     default_endpoint = resolve_base_url(None, env)
     if spec.api_key_env is None and base_url.rstrip("/") != default_endpoint:
         return LOOPBACK_DUMMY_KEY, names[0]
