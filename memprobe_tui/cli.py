@@ -105,22 +105,28 @@ def serve(target: Annotated[Path, typer.Argument(help="A recording, or a folder 
           port: Annotated[int, typer.Option(help="TCP port to listen on.")] = 8000,
           host: Annotated[str, typer.Option(help="Address to bind; any address but 127.0.0.1 requires the token "
                                                  "printed in the URL.")] = "127.0.0.1",
+          max_sessions: Annotated[int, typer.Option(help="Most browser tabs (app processes) served at once; one "
+                                                         "more gets a page that says so.")] = 4,
           no_color: Annotated[bool, typer.Option("--no-color", help=NO_COLOR_HELP)] = False) -> None:
     """Serve the TUI in a browser tab (textual-serve): one app per tab, the URL printed at start."""
+    from memprobe_engine.errors import ConfigError
     from memprobe_engine.replay import ReplaySession, list_recordings
 
     try:
         from memprobe_tui.serve import serve as serve_tui
+        from memprobe_tui.serve_guard import check_port
     except ImportError:
         _fail(MemProbeError("memprobe serve needs textual-serve: pip install -e '.[serve]' (make install has it)."))
         return
 
-    try:  # fail here, with the path named, rather than in every browser tab
+    try:  # fail here, with the path or setting named, rather than in every browser tab
+        check_port(port)
+        if max_sessions < 1:
+            raise ConfigError(f"--max-sessions {max_sessions} would refuse every tab: give 1 or more.")
         if (target / "header.json").is_file():
             ReplaySession.open(target).close()
         else:
             list_recordings(target)
+        serve_tui(target, host=host, port=port, no_color=no_color, max_sessions=max_sessions)
     except MemProbeError as err:
         _fail(err)
-        return
-    serve_tui(target, host=host, port=port, no_color=no_color)

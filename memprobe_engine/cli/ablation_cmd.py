@@ -39,7 +39,7 @@ def reader_ablation(
     if concurrency < 1:
         raise ConfigError(f"--concurrency {concurrency}: give 1 or more.")
     llm_config = load_llm_config(config, os.environ, role_specs([]))
-    wanted = _csv(systems)
+    wanted = _csv(systems, "--systems")
     with CommandProgress("reader-ablation", unit="probes") as progress:
         summary = asyncio.run(ablate_reader(recording, reader, llm_config, systems=set(wanted) if wanted else None,
                                             concurrency=concurrency, progress=progress.phase))

@@ -26,7 +26,15 @@ def doctor(
 ) -> None:
     """Check the installation, verify the model hash, measure local tokens/s, probe endpoints."""
     from memprobe_engine.doctor import render_doctor, run_doctor
+    from memprobe_engine.errors import ConfigError
     from memprobe_engine.llm.config import load_llm_config
+    from memprobe_engine.llm.model_assets import TIER_ALIASES, TIERS, resolve_tier
+
+    try:  # at once, not after a minute of other checks ending in advice to reinstall
+        resolve_tier(tier)
+    except ConfigError:
+        raise ConfigError(f"--tier {tier!r} is not an embedded model tier: use one of "
+                          f"{', '.join(sorted([*TIERS, *TIER_ALIASES]))}.") from None
 
     endpoints: dict[str, str] = {}
     # Every endpoint the configuration (file, MEMPROBE_MODEL* variables, --model) points a role at.

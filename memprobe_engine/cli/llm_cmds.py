@@ -41,6 +41,9 @@ def ask(
 
 
 def _load_schema(path: Path) -> dict[str, Any]:
+    if path.exists() and not path.is_file():  # a FIFO or device would block the read for ever
+        raise ConfigError(f"--json-schema {path} is not a regular file (a folder, pipe or device): pass a JSON "
+                          f"Schema file.")
     try:
         schema = orjson.loads(path.read_bytes())
     except FileNotFoundError:

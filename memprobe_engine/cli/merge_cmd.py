@@ -115,6 +115,10 @@ def check_shard_set(inputs: Sequence[Path], headers: Sequence[RecordingHeader], 
             raise RecordingError(f"shard {index}/{counts[0]} is given twice: {named([seen[index], position])}; "
                                  f"every unit of it would be merged twice. Pass each shard once.")
         seen[index] = position
+    if counts == [1]:  # one whole run: a "merge" would only copy it under a merged header
+        raise RecordingError(f"{inputs[0]} is a whole run, not a shard (its header names no --shard I/N split), "
+                             f"so there is nothing to merge. Merge the shard recordings of one `memprobe run "
+                             f"--shard I/N` split; to copy a recording, copy its folder.")
     missing = [f"{index}/{counts[0]}" for index in range(counts[0]) if index not in seen]
     if missing and not allow_incomplete:
         raise RecordingError(f"shard(s) {', '.join(missing)} missing: given only {named(range(len(inputs)))}. "

@@ -12,6 +12,7 @@ import re
 from collections.abc import Iterable
 
 from memprobe_engine.errors import ConfigError
+from memprobe_engine.llm.spec import redact_userinfo
 
 _ROLE_PREFIX = re.compile(r"^\s*[A-Za-z_][A-Za-z0-9_-]*\s*=")
 
@@ -21,7 +22,8 @@ def role_specs(values: Iterable[str] | None, flag: str = "--model") -> list[str]
     out = list(values or [])
     for value in out:
         if not _ROLE_PREFIX.match(value):
-            raise ConfigError(f"{flag} {value}: say which role it is for, as ROLE=SPEC — e.g. {flag} "
-                              f"default={value.strip()} (every role), or agent=…, simulator=…, slot_filler=…, "
-                              f"recovery_judge=…, attribution_judge=… (`memprobe run --help` lists the flags).")
+            raise ConfigError(redact_userinfo(
+                f"{flag} {value}: say which role it is for, as ROLE=SPEC — e.g. {flag} default={value.strip()} "
+                f"(every role), or agent=…, simulator=…, slot_filler=…, recovery_judge=…, attribution_judge=… "
+                f"(`memprobe run --help` lists the flags)."))
     return out

@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from memprobe_engine.errors import RecordingError
 from memprobe_engine.events.header import RecordingHeader
 from memprobe_engine.events.integrity import check_recording
 from memprobe_engine.events.reader import DamagedEvent, DamageReport, open_recording
@@ -123,6 +124,9 @@ def verify(recording: RecordingArg) -> None:
     """Check every line (seal, JSON, types), the span tree and the payloads. Exit status 1 when damaged."""
     with open_recording(recording) as reader:
         damage = check_recording(reader)
+        if len(reader) == 0 and damage.clean:  # "intact: 0 complete events" read as a good recording
+            raise RecordingError(f"{reader.path} holds no event, so {recording} holds no run (it stopped before "
+                                 f"its first event, or the file was emptied): run the command that writes it again.")
         ok = _print_damage(damage, len(reader) - len(damage.bad_lines), reader.path)
     raise typer.Exit(0 if ok else 1)
 

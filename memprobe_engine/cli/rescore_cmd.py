@@ -65,7 +65,7 @@ def rescore(
     chosen_judge = check_judge(recovery_judge) if recovery_judge is not None else None
     if mode is not None and mode not in ("dump_all", "retrieve"):
         raise ConfigError(f"--mode {mode!r}: use dump_all or retrieve.")
-    wanted_users, wanted_dims, wanted_systems = _csv(users), _csv(dims), _csv(systems)
+    wanted_users, wanted_dims, wanted_systems = _csv(users, "--users"), _csv(dims, "--dims"), _csv(systems, "--systems")
     with open_recording(recording) as reader:
         cases = [c for c in recorded_cases(reader)
                  if (wanted_users is None or c.user_id in wanted_users)

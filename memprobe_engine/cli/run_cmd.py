@@ -25,10 +25,16 @@ DEFAULT_RUN_CONCURRENCY = 4
 console = Console(highlight=False, stderr=True, soft_wrap=True)
 
 
-def _csv(value: Optional[str]) -> Optional[list[str]]:
-    if value is None or value.strip() in ("", "all"):
+def _csv(value: Optional[str], flag: str) -> Optional[list[str]]:
+    """A comma-separated flag value: None (every one) for ``all`` or no flag. An empty value — often an
+    unset shell variable, ``--users "$USERS"`` — is refused rather than read as every one."""
+    if value is None or value.strip() == "all":
         return None
-    return [part.strip() for part in value.split(",") if part.strip()]
+    names = [part.strip() for part in value.split(",") if part.strip()]
+    if not names:
+        raise ConfigError(f"{flag} {value!r} names nothing (an unset shell variable?): give comma-separated names, "
+                          f"or {flag} all (the same as leaving the flag out).")
+    return names
 
 
 def _system_list(value: str) -> list[str]:
@@ -38,6 +44,15 @@ def _system_list(value: str) -> list[str]:
         raise ConfigError(f"--systems {value!r} names no memory system. Pass one or more comma-separated names, "
                           f"e.g. --systems nomem,longctx_full (memprobe systems list shows them).")
     return unique("--systems", names)
+
+
+def check_record_folder(record: Path) -> None:
+    """``--record ''`` (an unset shell variable) arrives as the current folder, and the recording's files
+    would land among the user's own: refused unless the current folder is itself a recording (a resume)."""
+    if str(record) == "." and not (Path.cwd() / "header.json").is_file():
+        raise ConfigError(f"--record {str(record)!r} names the current folder ({Path.cwd()}), which is not a "
+                          f"recording (an empty --record, e.g. an unset shell variable, means the same): name a "
+                          f"new folder, e.g. --record recordings/run1.")
 
 
 def unique(flag: str, names: list[str]) -> list[str]:
@@ -163,15 +178,22 @@ def run(
     if concurrency < 1:
         raise ConfigError(f"--concurrency {concurrency}: give how many to run at once, 1 or more (e.g. "
                           f"--concurrency 4).")
+    check_record_folder(record)
+    from memprobe_engine.llm.pricing import load_prices
+
+    load_prices(config, price)  # a bad price (flag or [prices]) is refused with or without --dry-run
+    if price and not dry_run:
+        raise ConfigError("--price is read only with --dry-run (the cost estimate); add --dry-run, or drop it "
+                          "(`memprobe report --price` prices a finished run).")
     for flag, listed in (("--users", users), ("--dims", dims), ("--episodes", episodes)):
-        unique(flag, _csv(listed) or [])
+        unique(flag, _csv(listed, flag) or [])
     ray = ray_options(executor, ray_address, ray_workers)
     cache = None if no_cache else ResponseCache()
     run_work: Callable[[ProgressHook], Coroutine[Any, Any, Path]]
     if suite == "paradigms":
         paradigm = paradigm_plan(ParadigmOptions(
-            sessions=sessions, systems=unique("--systems", _csv(systems) or []), shard=_shard(shard), seed=seed, episodes=_csv(episodes),
-            paradigms=_csv(paradigms), limit=limit, ingest=ingest, k=k, session_k=session_k,
+            sessions=sessions, systems=unique("--systems", _csv(systems, "--systems") or []), shard=_shard(shard), seed=seed, episodes=_csv(episodes, "--episodes"),
+            paradigms=_csv(paradigms, "--paradigms"), limit=limit, ingest=ingest, k=k, session_k=session_k,
             reader_max_tokens=reader_max_tokens, embeddings=embeddings or "st:minilm"))
         llm_config = load_llm_config(config, os.environ, role_specs(model))  # a bad config fails here
         if dry_run:  # units, calls and their expected tokens: no server is started, no recording written
@@ -191,7 +213,7 @@ def run(
     else:
         recovery = recovery_plan(RecoveryOptions(
             sessions=sessions, systems=_system_list(systems), config=config, shard=_shard(shard), seed=seed,
-            users=_csv(users), dims=_csv(dims), modes=_csv(modes), max_turns=max_turns,
+            users=_csv(users, "--users"), dims=_csv(dims, "--dims"), modes=_csv(modes, "--modes"), max_turns=max_turns,
             agent_max_tokens=agent_max_tokens, simulator_max_tokens=simulator_max_tokens,
             judge_max_tokens=judge_max_tokens, preference_judge_max_tokens=preference_judge_max_tokens,
             no_preference_judge=no_preference_judge, policy=policy, embeddings=embeddings, dialogues=dialogues,

@@ -92,6 +92,9 @@ def read_header(directory: Path) -> RecordingHeader:
     if not path.exists():
         raise RecordingError(f"{directory} is not a MemProbe recording: {HEADER_FILE} is missing. "
                              f"Pass a folder written by `memprobe run` or `memprobe llm ask --record`.")
+    if not path.is_file():  # a FIFO or device would block the read for ever
+        raise RecordingError(f"{path} is not a regular file (a folder, pipe or device), so it is no recording "
+                             f"header: pass a folder written by `memprobe run`.")
     try:
         raw = orjson.loads(path.read_bytes())
     except OSError as err:

@@ -114,6 +114,9 @@ CONFIG_TABLES = ("models", "protocol", "prices")
 def read_config_file(path: Path) -> dict[str, Any]:
     """The TOML of a ``--config`` file, its top-level names checked; ConfigError naming the file and
     the fix for anything unreadable or unknown."""
+    if path.exists() and not path.is_file() and not path.is_dir():  # a FIFO or device blocks the read for ever
+        raise ConfigError(f"Config file {path} is not a regular file (a pipe or device): give --config the path "
+                          f"of a TOML file.")
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:

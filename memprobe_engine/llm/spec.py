@@ -50,6 +50,14 @@ VALID_FORMS = ("openai:MODEL, openai:MODEL@http://HOST:PORT/v1, local, local:1.5
                "vllm:HF_MODEL_ID, replay:RECORDING_DIR, replay:RECORDING_DIR|FALLBACK_SPEC")
 
 _URL_SUFFIX = re.compile(r"@(https?://\S+)$")
+#: The ``user:password@`` of a URL (``[^/?#\s]*`` cannot run past the authority into a path).
+_USERINFO = re.compile(r"(?i)(\b[a-z][a-z0-9+.-]*://)[^/?#\s@]*@")
+
+
+def redact_userinfo(text: str) -> str:
+    """``text`` with every URL's ``user:password@`` replaced by ``***@``: messages about a refused
+    spec quote it without the key it held."""
+    return _USERINFO.sub(r"\1***@", text)
 
 
 class ModelSpec(BaseModel):
@@ -91,10 +99,10 @@ class ModelSpec(BaseModel):
                 raise ValueError("only a replay spec can have a fallback")
             if parse_spec(self.fallback).backend == "replay":
                 raise ValueError("a replay fallback must be a live backend, not another replay")
-        if self.base_url is not None and not self.base_url.startswith(("http://", "https://")):
-            raise ValueError(f"base_url {self.base_url!r} must start with http:// or https://")
         if self.base_url is not None:
-            _check_url(self.base_url)
+            urls = [url.strip() for url in self.base_url.split(",")]  # replicas: URL1,URL2,…
+            for url in urls:
+                _check_url(url)
         if self.backend != "local" and (self.slots, self.prompt_cache, self.draft) != (None, None, None):
             raise ValueError("slots, prompt_cache and draft are settings of the embedded model (local specs) only")
         if self.backend == "local":  # checked here so a bad setting stops a run before its recording exists
@@ -149,6 +157,9 @@ def parse_spec(text: str, *, origin: str | None = None) -> ModelSpec:
     """Parse a spec string (see the module docstring). ConfigError names the string and valid forms."""
     raw = text.strip()
     try:
+        if text != text.rstrip():  # a space before it is left by `ROLE = SPEC`; one after it is a slip
+            raise _SpecSyntaxError("it ends in a space or line break (a stray quote or `\\ ` line continuation?): "
+                                   "remove it")
         return ModelSpec(**_spec_fields(raw), origin=origin)
     except _SpecSyntaxError as err:
         raise ConfigError(_bad_spec_message(text, str(err), origin)) from None
@@ -162,11 +173,17 @@ def spec_from_table(table: dict[str, Any], *, origin: str) -> ModelSpec:
     """Build a spec from a config-file table: an optional ``spec = "..."`` string, then fields."""
     fields: dict[str, Any] = {}
     table = dict(table)
+    if table.get("concurrency") == 0 and not isinstance(table["concurrency"], bool):
+        # 0 is the model's "backend default" marker; written in a file it would read as "no request".
+        raise ConfigError(f"{origin}: concurrency = 0 would let no request through: give 1 or more, or leave "
+                          f"it out for the backend's default.")
     short = table.pop("spec", None)
     try:
         if short is not None:
             if not isinstance(short, str):
                 raise _SpecSyntaxError("`spec` must be a string")
+            if short != short.rstrip():
+                raise _SpecSyntaxError(f"spec = {short!r} ends in a space or line break: remove it")
             fields = _spec_fields(short.strip())
         if "extra_args" in table and isinstance(table["extra_args"], list):
             table["extra_args"] = tuple(str(arg) for arg in table["extra_args"])
@@ -175,7 +192,7 @@ def spec_from_table(table: dict[str, Any], *, origin: str) -> ModelSpec:
             fields["model"] = DEFAULT_LOCAL_TIER
         return ModelSpec(**fields, origin=origin)
     except (_SpecSyntaxError, ConfigError) as err:
-        raise ConfigError(f"{origin}: {err}. Valid spec strings: {VALID_FORMS}.") from None
+        raise ConfigError(redact_userinfo(f"{origin}: {err}. Valid spec strings: {VALID_FORMS}.")) from None
     except ValidationError as err:
         raise ConfigError(f"{origin}: {first_validation_problem(err)}. Fields: backend (one of "
                           f"{', '.join(BACKENDS)}), model, base_url, api_key_env, concurrency, "
@@ -207,6 +224,8 @@ def _spec_fields(raw: str) -> dict[str, Any]:
         raise _SpecSyntaxError(f"unknown backend {backend!r}")
     rest = rest.strip()
     if backend == "local":
+        if sep and not rest:
+            raise _SpecSyntaxError("no tier follows 'local:': write local (the 1.5b tier), local:1.5b or local:fast")
         return {"backend": "local", "model": rest or DEFAULT_LOCAL_TIER}
     if not sep or not rest:
         needed = "a recording directory" if backend == "replay" else "a model"
@@ -240,7 +259,15 @@ def _local_tier(name: str) -> str:
 def _check_url(url: str) -> None:
     """A base URL's host and port, checked here so a typo stops before any recording exists (a port
     out of range used to fail deep in the HTTP stack, as "unhandled errors in a TaskGroup")."""
+    if not url.startswith(("http://", "https://")):
+        raise ValueError(f"base_url {redact_userinfo(url)!r} must start with http:// or https://")
     parts = urlsplit(url)
+    if parts.username is not None or parts.password is not None:
+        # Never quoted: the URL is written into recordings, terminals and reports, and this part is a key.
+        raise ValueError("a base_url holds credentials (user:password@ before the host), which would be written "
+                         "into the recording: remove them from the URL, put the key in an environment variable "
+                         "and name it with api_key_env = \"VAR\" in the role's [models.ROLE] table of the config "
+                         "file")
     try:
         port = parts.port
     except ValueError:
@@ -254,7 +281,7 @@ def _check_url(url: str) -> None:
 
 def _bad_spec_message(text: str, why: str, origin: str | None) -> str:
     where = f" (set by {origin})" if origin else ""
-    return f"Model spec {text!r}{where} is not valid: {why.rstrip('.')}. Valid forms: {VALID_FORMS}."
+    return redact_userinfo(f"Model spec {text!r}{where} is not valid: {why.rstrip('.')}. Valid forms: {VALID_FORMS}.")
 
 
 def local_slots_default() -> int:

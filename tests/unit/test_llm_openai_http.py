@@ -228,6 +228,9 @@ def test_key_resolution() -> None:
     assert isinstance(backend, OpenAICompatBackend) and backend.api_key_env == "TEAM_KEY"
     loopback = make_backend(parse_spec("openai:m@http://localhost:8000/v1"), {})
     assert isinstance(loopback, OpenAICompatBackend) and loopback.base_url == "http://localhost:8000/v1"
+    named_loopback = parse_spec("openai:m@http://localhost:8000/v1").model_copy(update={"api_key_env": "UNSET_KEY"})
+    with pytest.raises(ConfigError, match="UNSET_KEY is not set"):  # named, so no placeholder hides it
+        make_backend(named_loopback, {})
 
 
 FAKE_VLLM = r'''
@@ -397,3 +400,37 @@ async def test_timeouts_on_every_attempt_do_not_advise_more_retries(serve: Any) 
         await client.chat("default", ask())
     await client.aclose()
     assert "did not answer in time" in str(caught.value) and "max_retries" not in str(caught.value)
+
+
+async def test_a_request_the_http_client_cannot_send_fails_once_without_retries(serve: Any) -> None:
+    """A key with a line break in it makes an Authorization header aiohttp refuses to send (a ValueError
+    before any byte goes out). It was classified as "a body that is not valid JSON" and retried 5 times;
+    the same request can only fail the same way, so it is one attempt and a message that says so."""
+    server = serve([completion("never sent")])
+    env = {"BROKEN_KEY": "sk-first-half\nSECRET123-second-half"}
+    spec = parse_spec(f"openai:test-model@{server.url}").model_copy(update={"api_key_env": "BROKEN_KEY"})
+    config = LLMConfig(models={"default": spec})
+    client = ChatClient(config, NULL_RECORDER, backoff_base_s=0.01, backoff_max_s=0.05, env=env)
+    started = time.monotonic()
+    with pytest.raises(LLMError) as caught:
+        await client.chat("agent", ask())
+    await client.aclose()
+    message = str(caught.value)
+    assert "could not be sent" in message and "retrying cannot help" in message, message
+    assert "not valid JSON" not in message and "attempts" not in message and "SECRET123" not in message, message
+    assert server.requests == [] and time.monotonic() - started < 5
+
+
+@pytest.mark.parametrize("where", ["spec", "env"])
+def test_a_url_with_credentials_is_refused_without_quoting_them(where: str) -> None:
+    """``http://user:KEY@host`` as a spec's URL or as OPENAI_BASE_URL: refused, naming api_key_env as the
+    fix, and the key is in no message (a spec's origin quotes the flag, so that is redacted too)."""
+    url = "http://user:SECRET123@127.0.0.1:9/v1"
+    with pytest.raises(ConfigError) as caught:
+        if where == "spec":
+            load_llm_config(None, {}, [f"default=openai:m@{url}"])
+        else:
+            OpenAICompatBackend.from_spec(parse_spec("openai:m"), {"OPENAI_BASE_URL": url})
+    message = str(caught.value)
+    assert "credentials" in message and "api_key_env" in message, message
+    assert "SECRET123" not in message and "user:SECRET" not in message, message

@@ -37,7 +37,8 @@ def test_replay_fallback_takes_the_fallback_pace() -> None:
 
 
 @pytest.mark.parametrize("text", ["", "gpt-4o", "foo:bar", "openai:", "openai:m@ftp://x", "local:3b",
-                                  "replay:x|", "replay:x|replay:y", "vllm"])
+                                  "replay:x|", "replay:x|replay:y", "vllm", "local:", "local ", "local:fast\n",
+                                  "openai:m@http://127.0.0.1:9/v1,ftp://x", "openai:m@http://a:1/v1,"])
 def test_bad_specs_name_the_string_and_valid_forms(text: str) -> None:
     with pytest.raises(ConfigError) as caught:
         parse_spec(text, origin="MEMPROBE_MODEL")

@@ -6,8 +6,9 @@ request and reply, which cost about 5 ms of CPU per call on this path (bench/eng
 the whole request path, HTTP client included). Nothing is retried here: the chat client retries, so
 every attempt is counted, paced and recorded in one place. This module only maps outcomes: 429,
 5xx, timeouts, dropped connections and unparseable bodies become :class:`TransientBackendError`; a
-rejected key, an unknown model and other 4xx become :class:`LLMError` with a message naming the
-setting to fix. The API key never appears in a message: it is scrubbed from everything reported.
+rejected key, an unknown model, other 4xx and a request the HTTP client refuses to send become
+:class:`LLMError` (not retried: the same request fails the same way) with a message naming the setting
+to fix. The API key never appears in a message: it is scrubbed from everything reported.
 """
 
 from __future__ import annotations
@@ -84,8 +85,15 @@ def is_loopback(url: str) -> bool:
 
 
 def resolve_base_url(base_url: str | None, env: Mapping[str, str]) -> str:
-    """The URL the SDK will really use, so messages can name it."""
-    return (base_url or env.get("OPENAI_BASE_URL", "").strip() or OPENAI_DEFAULT_URL).rstrip("/")
+    """The URL requests really go to, so messages can name it. A URL with a key in it (``user:key@``)
+    is refused, never quoted: the URL is shown in messages and written into recordings."""
+    url = (base_url or env.get("OPENAI_BASE_URL", "").strip() or OPENAI_DEFAULT_URL).rstrip("/")
+    if "@" in urlparse(url).netloc:
+        where = "the base_url" if base_url else "OPENAI_BASE_URL"
+        raise ConfigError(f"{where} holds credentials (user:key@ before the host), which would be written into "
+                          f"messages and recordings: remove them from the URL and put the key in an environment "
+                          f"variable named with api_key_env in the role's [models.ROLE] table (or OPENAI_API_KEY).")
+    return url
 
 
 def resolve_api_key(spec: ModelSpec, base_url: str, env: Mapping[str, str]) -> tuple[str, str]:
@@ -94,9 +102,15 @@ def resolve_api_key(spec: ModelSpec, base_url: str, env: Mapping[str, str]) -> t
     - a spec naming ``api_key_env`` sends that variable's key (to whatever URL the spec names);
     - otherwise ``OPENAI_API_KEY`` goes only to the OpenAI endpoint (or the one ``OPENAI_BASE_URL``
       names): a loopback server or another host gets a placeholder, never that key. A server that then
-      answers 401 gets a message saying to name its key with ``api_key_env``.
+      answers 401 gets a message saying to name its key with ``api_key_env``;
+    - ``api_key_env`` naming an unset variable is a ConfigError, on loopback too.
     """
     names = [spec.api_key_env] if spec.api_key_env else [DEFAULT_KEY_ENV]
+    if spec.api_key_env and not env.get(spec.api_key_env, "").strip():
+        # Named on purpose, so a placeholder (the loopback default) would hide a forgotten export.
+        raise ConfigError(f"Model spec {spec.where()} names api_key_env = \"{spec.api_key_env}\", but "
+                          f"{spec.api_key_env} is not set (or empty): export {spec.api_key_env}=<key>, or remove "
+                          f"api_key_env from the [models.ROLE] table for a server that needs no key.")
     default_endpoint = resolve_base_url(None, env)
     if spec.api_key_env is None and base_url.rstrip("/") != default_endpoint:
         return LOOPBACK_DUMMY_KEY, names[0]
@@ -306,9 +320,14 @@ class OpenAICompatBackend:
             cause = self._scrub(_describe(err))
             return EndpointUnreachable(f"cannot reach {url} ({'connection refused' if refused else cause})",
                                        refused=refused)
-        if isinstance(err, ValueError):  # a streamed event that is not JSON
+        if isinstance(err, orjson.JSONDecodeError):  # a streamed event that is not JSON
             return TransientBackendError(f"{url} answered with a body that is not valid JSON "
                                          f"({self._scrub(_describe(err))})")
+        if isinstance(err, (ValueError, TypeError)):  # aiohttp.InvalidURL is a ValueError too
+            # Raised while building or sending the request, before any answer (a URL or header the HTTP
+            # client refuses): the same request fails the same way, so it is not retried.
+            return LLMError(f"the request to {url} could not be sent ({self._scrub(_describe(err))}): retrying "
+                            f"cannot help; fix the endpoint URL or the [models.ROLE] settings")
         if isinstance(err, (LLMError, TransientBackendError)):
             return err
         return LLMError(f"request to {url} failed unexpectedly: {self._scrub(_describe(err))}")
