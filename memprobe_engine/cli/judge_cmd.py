@@ -16,6 +16,7 @@ from memprobe_engine.errors import ConfigError
 if TYPE_CHECKING:
     from memprobe_engine.llm.client import ChatClient
     from memprobe_engine.recovery.calibration.cases import JudgedCase
+    from memprobe_engine.recovery.calibration.check import FillOutcome
 
 judge_app = typer.Typer(help="Measure protocol A's judges against the paper's judgments, and train the calibrated "
                              "one.", no_args_is_help=True)
@@ -79,9 +80,16 @@ def check(
     judge_max_tokens: Annotated[int, typer.Option(help="Cap on a model judge's tokens.")] = 150,
     json_out: Annotated[Optional[Path], typer.Option("--json", help="Also write the figures to this JSON "
                                                                     "file.")] = None,
+    stage: Annotated[str, typer.Option(help="judge (default): the judge against the reference; fill: the "
+                                            "slot-filler (--model slot_filler=…, default the embedded model) on "
+                                            "what the release's slot-filler read, its fill and the release's "
+                                            "judged by --judge.")] = "judge",
+    recovered_only: Annotated[bool, typer.Option("--recovered-only", help="Only cases the reference scored 0.75 "
+                                                                          "or more.")] = False,
 ) -> None:
     """How far a judge agrees with the reference: exact, within one level, linear-weighted kappa, the
-    confusion table, the bias per system, and self-consistency over two passes."""
+    confusion table, the bias per system, and self-consistency over two passes; with --stage fill, how
+    the slot-filler's fills score beside the release's."""
     from memprobe_engine.llm.cache import ResponseCache
     from memprobe_engine.llm.client import ChatClient
     from memprobe_engine.llm.config import load_llm_config
@@ -94,11 +102,19 @@ def check(
     from memprobe_engine.recovery.scoring import is_unknown
 
     chosen_framing = check_framing(framing)
+    if stage not in ("judge", "fill"):
+        raise ConfigError(f"--stage {stage!r}: use judge (the judge against the reference) or fill (the "
+                          f"slot-filler on the release's reading material).")
     kind, overrides = _candidate(judge, model)
-    everything = [c for c in _source_cases(source, _csv(users), layer) if not is_unknown(c.predicted)]
+    everything = [c for c in _source_cases(source, _csv(users), layer) if not is_unknown(c.predicted)
+                  and (not recovered_only or c.reference >= 0.75)]
     if not everything:
-        raise ConfigError(f"{source}: no judged fill other than 'unknown' for these users.")
+        raise ConfigError(f"{source}: no judged fill other than 'unknown' for these users"
+                          f"{' scored 0.75 or more' if recovered_only else ''}.")
     cases = stratified(everything, limit, seed)
+    if stage == "fill":
+        _fill_stage(source, cases, kind, overrides, config, chosen_framing, judge_max_tokens)
+        return
     llm_config = load_llm_config(config, os.environ, overrides) if kind == MODEL_JUDGE else None
 
     def make_chat(cached: bool) -> ChatClient | None:
@@ -130,12 +146,46 @@ def check(
             "self_consistency": result.self_consistency, "seconds": round(took, 1)}, indent=1) + "\n")
 
 
+def _fill_stage(source: Path, cases: list[JudgedCase], kind: str, overrides: list[str], config: Optional[Path],
+                framing: str, max_tokens: int) -> None:
+    """``--stage fill``: the slot-filler on the release's reading material, judged beside the release."""
+    import asyncio
+
+    from memprobe_engine.events.recorder import Recorder
+    from memprobe_engine.llm.cache import ResponseCache
+    from memprobe_engine.llm.client import ChatClient
+    from memprobe_engine.llm.config import load_llm_config
+    from memprobe_engine.orchestration.progress import CommandProgress
+    from memprobe_engine.recovery.calibration.check import fill_cases, render_fills
+    from memprobe_engine.recovery.framing import check_framing
+
+    if not (source / "output").is_dir():
+        raise ConfigError("--stage fill reads what the release's slot-filler read: give a release folder.")
+    llm_config = load_llm_config(config, os.environ, overrides)
+
+    async def go() -> list[FillOutcome]:
+        chat = ChatClient(llm_config, Recorder(None), cache=ResponseCache())
+        try:
+            return await fill_cases(cases, chat, judge_kind=kind, framing=check_framing(framing),
+                                    max_tokens=max_tokens, context_tokens=llm_config.spec_for("slot_filler").context_budget(),
+                                    progress=lambda done: progress.advance(1))
+        finally:
+            await chat.aclose()
+
+    started = time.monotonic()
+    with CommandProgress("judge check --stage fill", unit="fills", total=len(cases)) as progress:
+        outcomes = asyncio.run(go())
+    console.print(f"slot-filler {llm_config.spec_for('slot_filler').spec_string()} on {source}, judged by {kind}")
+    console.print(render_fills(outcomes))
+    console.print(f"  {(time.monotonic() - started) / max(1, len(cases)):.1f} s per case")
+
+
 @judge_app.command("train")
 def train(
     sources: Annotated[list[Path], typer.Argument(help="Protocol-A release folders whose judgments to train on.")],
     hold_out: Annotated[Optional[str], typer.Option(help="Comma-separated user ids kept out of training and "
                                                          "measured afterwards.")] = None,
-    name: Annotated[str, typer.Option(help="Name of the weights (weights/NAME.npz and NAME.json).")] = "minilm-judge",
+    name: Annotated[str, typer.Option(help="Name of the weights (NAME.npz and NAME.json in --out).")] = "minilm-judge",
     out: Annotated[Optional[Path], typer.Option(help="Folder to write to (default: the package's weights "
                                                      "folder).")] = None,
     epochs: Annotated[int, typer.Option(min=1)] = 4,
@@ -145,7 +195,7 @@ def train(
     """Fit the calibrated judge's adapters on the paper's judgments (minutes on two cores)."""
     from memprobe_engine.orchestration.progress import CommandProgress
     from memprobe_engine.recovery.calibration.cases import release_cases
-    from memprobe_engine.recovery.calibration.cross_judge import WEIGHTS_DIR
+    from memprobe_engine.recovery.cross_judge import WEIGHTS_DIR
     from memprobe_engine.recovery.calibration.train import TrainSettings, trainable
     from memprobe_engine.recovery.calibration.train import train as fit
 

@@ -39,6 +39,7 @@ DEFAULT_CONCURRENCY: dict[str, int] = {"openai": 8, "local": 1, "vllm": 16, "rep
 DEFAULT_LOCAL_SLOTS = 4
 SLOTS_ENV = "MEMPROBE_LOCAL_SLOTS"
 PROMPT_CACHE_ENV = "MEMPROBE_LOCAL_PROMPT_CACHE"
+DETERMINISTIC_ENV = "MEMPROBE_LOCAL_DETERMINISTIC"
 DRAFT_ENV = "MEMPROBE_LOCAL_DRAFT"
 DEFAULT_LOCAL_TIER = "1.5b"
 #: Tokens per slot of the embedded server when a local spec sets no context_tokens.
@@ -88,6 +89,9 @@ class ModelSpec(BaseModel):
     slots: int | None = Field(default=None, ge=1, le=64)
     prompt_cache: bool | None = None
     draft: str | None = None
+    #: ``local`` only — a temperature-0 request runs alone and evaluates its whole prompt, so its
+    #: answer does not depend on what else runs or ran (backends/local.py). None: the environment, else on.
+    deterministic: bool | None = None
     origin: str | None = None
 
     @model_validator(mode="after")
@@ -103,11 +107,14 @@ class ModelSpec(BaseModel):
             urls = [url.strip() for url in self.base_url.split(",")]  # replicas: URL1,URL2,…
             for url in urls:
                 _check_url(url)
-        if self.backend != "local" and (self.slots, self.prompt_cache, self.draft) != (None, None, None):
-            raise ValueError("slots, prompt_cache and draft are settings of the embedded model (local specs) only")
+        if self.backend != "local" and (self.slots, self.prompt_cache, self.draft, self.deterministic) != \
+                (None, None, None, None):
+            raise ValueError("slots, prompt_cache, draft and deterministic are settings of the embedded model "
+                             "(local specs) only")
         if self.backend == "local":  # checked here so a bad setting stops a run before its recording exists
             local_draft_tier(self.draft, self.model)
             env_flag(PROMPT_CACHE_ENV, True)
+            env_flag(DETERMINISTIC_ENV, True)
         if self.concurrency == 0:
             default = DEFAULT_CONCURRENCY[self.backend]
             if self.backend == "local":
@@ -197,7 +204,8 @@ def spec_from_table(table: dict[str, Any], *, origin: str) -> ModelSpec:
         raise ConfigError(f"{origin}: {first_validation_problem(err)}. Fields: backend (one of "
                           f"{', '.join(BACKENDS)}), model, base_url, api_key_env, concurrency, "
                           f"context_tokens, timeout_s, startup_timeout_s, max_retries, fallback, "
-                          f"extra_args, extra_body, token_param, slots, prompt_cache, draft — or spec = \"...\".") from None
+                          f"extra_args, extra_body, token_param, slots, prompt_cache, draft, deterministic — or spec = "
+                          f"\"...\".") from None
     except TypeError as err:  # e.g. a non-string key from an odd TOML table
         raise ConfigError(f"{origin}: {err}") from None
 

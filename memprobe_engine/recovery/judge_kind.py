@@ -2,7 +2,7 @@
 
 ``model`` asks the ``recovery_judge`` role's model the paper's question (the release's judge; the
 default for real endpoints). ``calibrated:NAME`` scores with a cross-encoder trained on the paper's
-own judgments (:mod:`.calibration.cross_judge`; no model call) — the default under the embedded
+own judgments (:mod:`.cross_judge`; no model call) — the default under the embedded
 framing, where the 1.5B model's own verdicts agreed with the paper's judge at kappa 0.33. The
 choice is recorded in the header (``config.recovery_judge``, only when not ``model``, so recordings
 made before it existed keep their fingerprint and are re-scored as they were made).
@@ -11,7 +11,7 @@ made before it existed keep their fingerprint and are re-scored as they were mad
 from __future__ import annotations
 
 from memprobe_engine.errors import ConfigError
-from memprobe_engine.recovery.calibration.cross_judge import DEFAULT_JUDGE, WEIGHTS_DIR
+from memprobe_engine.recovery.cross_judge import DEFAULT_JUDGE, WEIGHTS_DIR
 from memprobe_engine.recovery.framing import Framing
 
 MODEL_JUDGE = "model"
@@ -56,7 +56,7 @@ def judge_of(config: dict[str, object]) -> str:
 def judge_error_sd(judge: str) -> float | None:
     """The judge's measured error on one case (SD of its difference from the paper's judge on
     held-out users), from the calibrated judge's card; None for a model judge (never measured here)."""
-    from memprobe_engine.recovery.calibration.cross_judge import JudgeCard
+    from memprobe_engine.recovery.cross_judge import JudgeCard
 
     weights = calibrated_name(judge)
     if weights is None or weights not in known_calibrated():

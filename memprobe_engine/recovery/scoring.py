@@ -27,7 +27,7 @@ from memprobe_engine.events.scoring import JudgeScore, SlotFill
 from memprobe_engine.llm.types import SamplingParams
 from memprobe_engine.memory.base import MemorySystem
 from memprobe_engine.recovery import prompts, prompts_embedded
-from memprobe_engine.recovery.calibration.cross_judge import cross_judge
+from memprobe_engine.recovery.cross_judge import cross_judge
 from memprobe_engine.recovery.framing import DEFAULT_FRAMING, Framing
 from memprobe_engine.recovery.judge_kind import MODEL_JUDGE, calibrated_name
 from memprobe_engine.recovery.inputs import CATEGORY_GUIDE, BankEntry, PoolDimension, retrieve_query

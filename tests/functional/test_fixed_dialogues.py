@@ -224,7 +224,7 @@ def test_the_replay_overview_leaves_a_and_c_undefined_for_a_fixed_run() -> None:
 def test_a_run_judged_by_the_calibrated_judge_makes_no_judge_call_and_rescore_keeps_it(tmp_path: Path) -> None:
     """--recovery-judge calibrated: every judged fill is scored by the shipped cross-encoder (named on the
     score, recorded in the header), no recovery_judge call is made, and a re-score uses the same judge."""
-    from memprobe_engine.recovery.calibration.cross_judge import DEFAULT_JUDGE
+    from memprobe_engine.recovery.cross_judge import DEFAULT_JUDGE
     from memprobe_engine.recovery.rescore import Case, rescore
     from memprobe_engine.llm.client import ChatClient
 

@@ -18,7 +18,7 @@ from memprobe_engine.cli import app
 from memprobe_engine.errors import ConfigError
 from memprobe_engine.recovery.calibration.agreement import ScoredPair, agreement
 from memprobe_engine.recovery.calibration.cases import release_cases
-from memprobe_engine.recovery.calibration.cross_judge import DEFAULT_JUDGE, JudgeCard, cross_judge
+from memprobe_engine.recovery.cross_judge import DEFAULT_JUDGE, JudgeCard, cross_judge
 from memprobe_engine.recovery.judge_kind import check_judge, default_judge, judge_error_sd, judge_of
 from memprobe_engine.recovery.scoring import is_unknown
 

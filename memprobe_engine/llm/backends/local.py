@@ -40,16 +40,17 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from dataclasses import dataclass
+import weakref
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import Any, AsyncIterator
 
 from memprobe_engine.errors import ConfigError, LLMError
 from memprobe_engine.llm.backends.openai_compat import OpenAICompatBackend, ServerBackend
-from memprobe_engine.llm.backends.slots import SlotRouter, prompt_text
+from memprobe_engine.llm.backends.slots import RequestGate, SlotRouter, prompt_text
 from memprobe_engine.llm.model_assets import INSTALL_HINT, ModelFile, ensure_model, resolve_tier
-from memprobe_engine.llm.spec import (DRAFT_ENV, PROMPT_CACHE_ENV, SLOTS_ENV, ModelSpec, env_flag,
+from memprobe_engine.llm.spec import (DETERMINISTIC_ENV, DRAFT_ENV, PROMPT_CACHE_ENV, SLOTS_ENV, ModelSpec, env_flag,
                                       local_draft_tier, local_slots_default)
 from memprobe_engine.llm.types import ChatRequest, ChatResult
 
@@ -64,6 +65,17 @@ log = logging.getLogger(__name__)
 #: configuration (ggml-org/llama.cpp#27148, open). Per-slot prefix reuse, which the router relies
 #: on, is unaffected and stays on (tests/unit/test_local_serving.py checks both settings).
 HOST_PROMPT_CACHE_MIB = 0
+#: Why a temperature-0 request runs alone and evaluates its whole prompt (``Serving.deterministic``):
+#: llama.cpp on the CPU does not give one prompt the same logits whatever else is computed. Measured on
+#: the quick job's three dump_all slot-fills (one store, 1.5B, temperature 0): the same request
+#: answered differently when its store prefix came from another request's prompt cache than when it
+#: was evaluated with the request, and differently again when the three ran at once on separate slots
+#: (batched decoding); without the repacked weight layout the outputs changed but still differed.
+#: Alone and from an empty slot, a request is computed the same way every time, so identical runs give
+#: identical fills and attribution verdicts, whatever ``--concurrency`` is. The price is the prefix
+#: reuse of those requests (their prompts are evaluated in full) and their parallelism; sampled
+#: requests (the simulated user, the assistant) keep both.
+DETERMINISM = "temperature-0 requests alone, whole prompt"
 #: Tokens llama.cpp takes into one step of its loop (--batch-size; each step still computes in
 #: 512-token micro-batches). Its default, 2048, lets one long prompt hold the loop for about a minute
 #: on two cores: the other slots' replies stall for that long, and so does a stop (Ctrl-C, SIGTERM),
@@ -80,15 +92,17 @@ _PROBE_TIMEOUT_S = 5.0
 
 @dataclass(frozen=True)
 class Serving:
-    """How an embedded server serves requests: parallel slots, prompt reuse, draft model."""
+    """How an embedded server serves requests: parallel slots, prompt reuse, draft model, and whether
+    a temperature-0 request runs alone on its whole prompt (:data:`DETERMINISM`)."""
 
     slots: int
     prompt_cache: bool
     draft: str | None       # tier name of the draft model, or None for plain decoding
+    deterministic: bool = True
 
     def describe(self) -> str:
         return (f"{self.slots} slot(s), prompt cache {'on' if self.prompt_cache else 'off'}, "
-                f"draft {self.draft or 'none'}")
+                f"draft {self.draft or 'none'}, deterministic {'on' if self.deterministic else 'off'}")
 
 
 #: Tokens the draft model proposes per step, at most / at least (llama.cpp's --draft-max/--draft-min).
@@ -103,7 +117,9 @@ def serving_for(spec: ModelSpec, tier: str) -> Serving:
     (1.0 against 12.4 tokens/s measured on 2026-12-01; README, benchmarks)."""
     slots = spec.slots if spec.slots is not None else local_slots_default()
     prompt_cache = spec.prompt_cache if spec.prompt_cache is not None else env_flag(PROMPT_CACHE_ENV, True)
-    return Serving(slots=slots, prompt_cache=prompt_cache, draft=local_draft_tier(spec.draft, tier))
+    deterministic = spec.deterministic if spec.deterministic is not None else env_flag(DETERMINISTIC_ENV, True)
+    return Serving(slots=slots, prompt_cache=prompt_cache, draft=local_draft_tier(spec.draft, tier),
+                   deterministic=deterministic)
 
 
 @dataclass
@@ -122,6 +138,17 @@ class EmbeddedServer:
     api_key: str
     handle: Any              # the xllamacpp.Server; dropping the last reference stops it
     users: int = 0
+    #: One gate per event loop that talks to the server (asyncio primitives belong to one loop).
+    gates: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, RequestGate] = field(
+        default_factory=weakref.WeakKeyDictionary)
+
+    def gate(self) -> RequestGate:
+        """The request gate of the running event loop."""
+        loop = asyncio.get_running_loop()
+        gate = self.gates.get(loop)
+        if gate is None:
+            gate = self.gates[loop] = RequestGate()
+        return gate
 
 
 @dataclass(frozen=True)
@@ -374,28 +401,36 @@ class LocalBackend(ServerBackend):
         inner = await self.start()
         server = self._server
         assert server is not None
-        slot = server.router.acquire(prompt_text(request.messages))
-        try:
-            return await inner.complete(request, extra_body=self._slot_body(slot.index))
-        finally:
-            server.router.release(slot)
+        exact = self._exact(request)
+        async with server.gate().hold(exclusive=exact):
+            slot = server.router.acquire(prompt_text(request.messages))
+            try:
+                return await inner.complete(request, extra_body=self._slot_body(slot.index, exact))
+            finally:
+                server.router.release(slot)
 
     async def stream(self, request: ChatRequest) -> AsyncIterator[str]:
         """The reply in pieces, generated on the slot the router picks for this prompt."""
         inner = await self.start()
         server = self._server
         assert server is not None
-        slot = server.router.acquire(prompt_text(request.messages))
-        try:
-            async for piece in inner.stream(request, extra_body=self._slot_body(slot.index)):
-                yield piece
-        finally:
-            server.router.release(slot)
+        exact = self._exact(request)
+        async with server.gate().hold(exclusive=exact):
+            slot = server.router.acquire(prompt_text(request.messages))
+            try:
+                async for piece in inner.stream(request, extra_body=self._slot_body(slot.index, exact)):
+                    yield piece
+            finally:
+                server.router.release(slot)
 
-    def _slot_body(self, slot: int) -> dict[str, Any]:
+    def _exact(self, request: ChatRequest) -> bool:
+        """Whether ``request`` is served alone on its whole prompt (see :data:`DETERMINISM`)."""
+        return self.serving.deterministic and not request.params.temperature
+
+    def _slot_body(self, slot: int, exact: bool = False) -> dict[str, Any]:
         # llama.cpp reads both from the request body; ``cache_prompt`` false makes the switched-off
-        # configuration evaluate every prompt in full, as the benchmark's baseline needs.
-        return {"id_slot": slot, "cache_prompt": self.serving.prompt_cache}
+        # configuration, and an exact request, evaluate the prompt in full.
+        return {"id_slot": slot, "cache_prompt": self.serving.prompt_cache and not exact}
 
     async def counters(self) -> ServerCounters:
         """llama.cpp's cumulative token and time counters (doctor measures throughput from two reads)."""

@@ -15,12 +15,18 @@ at a few dozen tokens per second here, and it competes for the same cores as the
   whose state is then overwritten (llama.cpp's host-memory cache, which could keep it, stays off:
   see :data:`~memprobe_engine.llm.backends.local.HOST_PROMPT_CACHE_MIB`).
 
+:class:`RequestGate` lets a request run alone when its answer must not depend on what else the server
+computes (the embedded server's deterministic requests).
+
 Prefixes are compared on the messages as text (role tag + content in order), which is what the chat
 template lays out token by token: a longer common text prefix means a longer common token prefix.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from os.path import commonprefix
 from typing import Sequence
@@ -90,3 +96,40 @@ class SlotRouter:
         if shared[best_idle.index] >= MIN_AFFINITY_CHARS:
             return best_idle
         return min(idle, key=lambda slot: slot.last_used)
+
+
+class RequestGate:
+    """Shared requests run together; an exclusive request runs with nothing else in flight.
+
+    An exclusive request waits for the shared ones in flight to finish, and a shared request that
+    arrives while an exclusive one waits or runs waits behind it, so exclusive requests are not
+    starved. Bound to one event loop (``EmbeddedServer.gate`` keeps one per loop)."""
+
+    def __init__(self) -> None:
+        self._changed = asyncio.Condition()
+        self._shared = 0
+        self._exclusive = False
+        self._waiting = 0
+
+    @contextlib.asynccontextmanager
+    async def hold(self, *, exclusive: bool) -> AsyncIterator[None]:
+        async with self._changed:
+            if exclusive:
+                self._waiting += 1
+                try:
+                    await self._changed.wait_for(lambda: not self._exclusive and self._shared == 0)
+                finally:
+                    self._waiting -= 1
+                self._exclusive = True
+            else:
+                await self._changed.wait_for(lambda: not self._exclusive and self._waiting == 0)
+                self._shared += 1
+        try:
+            yield
+        finally:
+            async with self._changed:
+                if exclusive:
+                    self._exclusive = False
+                else:
+                    self._shared -= 1
+                self._changed.notify_all()

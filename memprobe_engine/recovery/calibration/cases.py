@@ -11,9 +11,10 @@ them 0 without asking a judge.
 
 from __future__ import annotations
 
+import ast
 import random
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,6 +47,9 @@ class JudgedCase:
     predicted: str
     reference: float
     reference_reason: str = ""
+    #: What the release's slot-filler read (retrieve mode: its top-k; dump_all: the run's store), when
+    #: read from a release folder; None for a recording.
+    memory: tuple[dict[str, object], ...] | None = None
 
 
 def system_of_run(run: str) -> str:
@@ -73,6 +77,8 @@ def release_cases(root: Path, users: Iterable[str] | None = None) -> list[Judged
             data = orjson.loads(path.read_bytes())
         except (OSError, orjson.JSONDecodeError) as err:
             raise ConfigError(f"{path}: unreadable ({err}); restore the file from the release.") from None
+        retrieve_run = run.endswith(_RETRIEVE_SUFFIX)
+        store = _store(root, run)
         for row in data.get("details", []) if isinstance(data, dict) else []:
             try:
                 cases.append(JudgedCase(
@@ -80,10 +86,43 @@ def release_cases(root: Path, users: Iterable[str] | None = None) -> list[Judged
                     mode=row.get("scoring_mode") or ("retrieve" if run.endswith(_RETRIEVE_SUFFIX) else "dump_all"),
                     category=row["category"], dimension=row["dimension"], truth=row["ground_truth"],
                     explanation=row.get("explanation") or "", predicted=str(row["predicted"]),
-                    reference=float(row["score"]), reference_reason=row.get("judge_reason") or ""))
+                    reference=float(row["score"]), reference_reason=row.get("judge_reason") or "",
+                    memory=_retrieved(row) if retrieve_run else store(user_id)))
             except (KeyError, TypeError, ValueError) as err:
                 raise ConfigError(f"{path}: a detail row lacks {err}; restore the file from the release.") from None
     return cases
+
+
+def _store(root: Path, run: str) -> Callable[[str], tuple[dict[str, object], ...] | None]:
+    """The final store of ``run`` for a user (``memory/<run>/<user>/memories.json``), read once."""
+    seen: dict[str, tuple[dict[str, object], ...] | None] = {}
+
+    def read(user_id: str) -> tuple[dict[str, object], ...] | None:
+        if user_id not in seen:
+            seen[user_id] = _read_store(root / "memory" / run / user_id / "memories.json")
+        return seen[user_id]
+    return read
+
+
+def _read_store(path: Path) -> tuple[dict[str, object], ...] | None:
+    """A store file's items (None when it is missing or unreadable: such a case has no fill material)."""
+    try:
+        data = orjson.loads(path.read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return None
+    items = data.get("memories") if isinstance(data, dict) else data
+    return tuple(i for i in items if isinstance(i, dict)) if isinstance(items, list) else None
+
+
+def _retrieved(row: dict[str, object]) -> tuple[dict[str, object], ...] | None:
+    """The top-k a retrieve-mode row's slot-filler read; the release writes it as a Python literal."""
+    value = row.get("retrieved_memories")
+    if isinstance(value, str):
+        try:
+            value = ast.literal_eval(value)
+        except (ValueError, SyntaxError):
+            return None
+    return tuple(i for i in value if isinstance(i, dict)) if isinstance(value, list) else None
 
 
 def recording_cases(path: Path, *, layer: str | None = None) -> list[JudgedCase]:

@@ -5,6 +5,10 @@ rubric rules included ("unknown" scores 0; under the embedded framing a fill tha
 scores 0), so the figures describe the judge a run would use, not a bare model. Each case is judged
 twice, the second time with no response cache, and the two passes' agreement is the judge's
 self-consistency.
+
+The fill stage measures the slot-filler the same way: it reads what the release's slot-filler read
+(the retrieved top-k, or the run's whole store), and its fill is judged beside the release's fill by
+the same judge.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from memprobe_engine.recovery.calibration.agreement import Agreement, ScoredPair
 from memprobe_engine.recovery.calibration.cases import JudgedCase
 from memprobe_engine.recovery.framing import Framing
 from memprobe_engine.recovery.inputs import BankEntry
-from memprobe_engine.recovery.scoring import judge
+from memprobe_engine.recovery.scoring import Mode, judge, slot_fill
 
 if TYPE_CHECKING:
     from memprobe_engine.llm.client import ChatClient
@@ -81,11 +85,14 @@ def run_check(cases: Sequence[JudgedCase], make_chat: Callable[[bool], ChatClien
         runs: list[list[float | None]] = []
         for index in range(passes):
             chat = make_chat(index == 0)
+            offset = index * len(cases)
+
+            def step(done: int, offset: int = offset) -> None:
+                if progress is not None:
+                    progress(offset + done, passes * len(cases))
             try:
-                runs.append(await judge_cases(
-                    cases, chat, judge_kind=judge_kind, framing=framing, max_tokens=max_tokens,
-                    progress=None if progress is None else lambda done, i=index: progress(i * len(cases) + done,
-                                                                                          passes * len(cases))))
+                runs.append(await judge_cases(cases, chat, judge_kind=judge_kind, framing=framing,
+                                              max_tokens=max_tokens, progress=step))
             finally:
                 if chat is not None:
                     await chat.aclose()
@@ -93,3 +100,64 @@ def run_check(cases: Sequence[JudgedCase], make_chat: Callable[[bool], ChatClien
 
     first, second = asyncio.run(go())
     return compare(cases, first, second)
+
+
+@dataclass(frozen=True)
+class FillOutcome:
+    """A candidate slot-fill on the release's own reading material, beside the release's fill."""
+
+    case: JudgedCase
+    fill: str | None
+    #: The candidate's fill and the release's fill, both scored by the same judge.
+    fill_score: float | None
+    release_fill_score: float | None
+    excluded: str | None = None
+
+
+async def fill_cases(cases: Sequence[JudgedCase], chat: ChatClient, *, judge_kind: str, framing: Framing,
+                     max_tokens: int | None, context_tokens: int,
+                     progress: Callable[[int], None] | None = None) -> list[FillOutcome]:
+    """Fill each case from what the release's slot-filler read (its top-k, or the run's store), then
+    judge that fill and the release's fill with ``judge_kind``."""
+    recorder = Recorder(None)
+    outcomes: list[FillOutcome] = []
+    for index, case in enumerate(cases):
+        mode: Mode = "retrieve" if case.mode == "retrieve" else "dump_all"
+        entry = entry_of(case)
+        if case.memory is None:
+            outcomes.append(FillOutcome(case, None, None, None, excluded="no reading material in the release"))
+            continue
+        fill = await slot_fill(chat, recorder, entry, None, list(case.memory), mode, context_tokens=context_tokens,
+                               max_tokens=max_tokens, policy="audit", framing=framing)
+        scored = await judge(chat, recorder, entry, fill, max_tokens=max_tokens, policy="audit", framing=framing,
+                             judge_kind=judge_kind)
+        release = await judge(chat, recorder, entry, SlotFill(mode=mode, label=case.predicted), max_tokens=max_tokens,
+                              policy="audit", framing=framing, judge_kind=judge_kind)
+        outcomes.append(FillOutcome(case, fill.label, scored.score, release.score,
+                                    excluded=fill.excluded or scored.excluded))
+        if progress is not None:
+            progress(index + 1)
+    return outcomes
+
+
+def render_fills(outcomes: Sequence[FillOutcome], *, width: int = 60) -> str:
+    """A summary line, then each case: the reference score, the release's fill and the candidate's."""
+    usable = [o for o in outcomes if o.excluded is None and o.fill_score is not None]
+    lines = [f"  cases {len(outcomes)}, filled {len(usable)}"]
+    if usable:
+        good = sum(o.fill_score is not None and o.fill_score >= 0.75 for o in usable)
+        mean = sum(o.fill_score or 0.0 for o in usable) / len(usable)
+        paper = sum(o.release_fill_score or 0.0 for o in usable) / len(usable)
+        reference = sum(o.case.reference for o in usable) / len(usable)
+        lines.append(f"  candidate fill scored >= 0.75 in {good} of {len(usable)}; mean score: candidate {mean:.3f}, "
+                     f"release's fill {paper:.3f} (same judge), release's fill by the reference {reference:.3f}")
+    for o in outcomes:
+        head = f"  {o.case.user_id} {o.case.system} {o.case.mode} {o.case.dimension} (truth: {o.case.truth})"
+        lines.append(head)
+        lines.append(f"      release {o.case.reference:g} / {_fmt(o.release_fill_score)}: {o.case.predicted[:width]}")
+        lines.append(f"      ours    {_fmt(o.fill_score)}: {(o.fill or o.excluded or '')[:width]}")
+    return "\n".join(lines)
+
+
+def _fmt(score: float | None) -> str:
+    return "-" if score is None else f"{score:g}"

@@ -14,16 +14,19 @@ import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from memprobe_engine.recovery.calibration.agreement import LEVELS, ScoredPair, agreement, level_index, \
     linear_weighted_kappa
 from memprobe_engine.recovery.calibration.cases import JudgedCase
-from memprobe_engine.recovery.calibration.cross_judge import MAX_TOKENS, build_network, file_sha256, level_of, \
+from memprobe_engine.recovery.cross_judge import MAX_TOKENS, build_network, file_sha256, level_of, \
     pooled_output, trainable_state, value_text
 from memprobe_engine.recovery.scoring import is_unknown
+
+if TYPE_CHECKING:
+    from transformers import BatchEncoding
 
 DEFAULT_CUTS = (0.125, 0.375, 0.625, 0.875)
 
@@ -84,10 +87,11 @@ def train(train_cases: Sequence[JudgedCase], held_out: Sequence[JudgedCase], out
     cases = list(train_cases)
     targets = torch.tensor([c.reference for c in cases], dtype=torch.float32)
 
-    def batch(chunk: Sequence[JudgedCase]) -> Any:
-        return tokenizer([value_text(c.dimension, c.truth, c.explanation) for c in chunk],
-                         [c.predicted for c in chunk], truncation="only_first", max_length=MAX_TOKENS,
-                         padding=True, return_tensors="pt")
+    def batch(chunk: Sequence[JudgedCase]) -> BatchEncoding:
+        encoded: BatchEncoding = tokenizer([value_text(c.dimension, c.truth, c.explanation) for c in chunk],
+                                           [c.predicted for c in chunk], truncation="only_first",
+                                           max_length=MAX_TOKENS, padding=True, return_tensors="pt")
+        return encoded
 
     for epoch in range(settings.epochs):
         encoder.train()
@@ -100,15 +104,15 @@ def train(train_cases: Sequence[JudgedCase], held_out: Sequence[JudgedCase], out
             output = torch.sigmoid(head(pooled_output(encoder, batch([cases[i] for i in ids]))).squeeze(-1))
             loss = ((output - targets[ids]) ** 2).mean()
             optimiser.zero_grad()
-            loss.backward()
+            loss.backward()  # type: ignore[no-untyped-call]
             optimiser.step()
             total += float(loss.detach()) * len(ids)
         if progress is not None:
             progress(f"epoch {epoch + 1}/{settings.epochs}: mean squared error {total / len(cases):.4f}")
 
     def predict(chunk: Sequence[JudgedCase]) -> list[float]:
-        encoder.eval()
-        head.eval()
+        encoder.train(False)
+        head.train(False)
         out: list[float] = []
         with torch.no_grad():
             for case in chunk:  # one case per pass, as the judge scores at run time
@@ -130,7 +134,8 @@ def train(train_cases: Sequence[JudgedCase], held_out: Sequence[JudgedCase], out
     out_dir.mkdir(parents=True, exist_ok=True)
     weights = out_dir / f"{name}.npz"
     state = trainable_state(encoder, head)
-    np.savez_compressed(weights, **{k: v.astype(np.float16) for k, v in sorted(state.items())})
+    arrays: dict[str, Any] = {k: v.astype(np.float16) for k, v in sorted(state.items())}
+    np.savez_compressed(weights, **arrays)
     card = {"name": name, "rank": settings.rank, "alpha": settings.alpha, "cuts": [round(c, 4) for c in cuts],
             "levels": list(LEVELS), "sha256": file_sha256(weights),
             "trained_on": {"sources": sources, "users": sorted({c.user_id for c in cases}), "cases": len(cases),

@@ -20,6 +20,7 @@ import json
 import math
 import os
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,10 +31,11 @@ from memprobe_engine.errors import LLMError
 
 if TYPE_CHECKING:
     import torch
+    from transformers import BatchEncoding, PreTrainedModel, PreTrainedTokenizerBase
 
 #: The judge shipped with MemProbe and used by default under the embedded framing.
 DEFAULT_JUDGE = "minilm-judge-v1"
-WEIGHTS_DIR = Path(__file__).parent / "weights"
+WEIGHTS_DIR = Path(__file__).parent / "judge_weights"
 MAX_TOKENS = 192
 HIDDEN = 384
 #: The linear maps of each BERT layer that get an adapter (names as ``transformers`` spells them).
@@ -84,7 +86,7 @@ def level_of(probability: float, cuts: tuple[float, ...]) -> float:
     return 1.0
 
 
-def build_network(rank: int, alpha: float) -> tuple[Any, Any, "torch.nn.Module"]:
+def build_network(rank: int, alpha: float) -> tuple[PreTrainedTokenizerBase, PreTrainedModel, torch.nn.Module]:
     """(tokenizer, encoder with adapters, head): the packaged MiniLM, its weights frozen, adapters at
     zero (the network starts as the plain encoder)."""
     import torch
@@ -92,19 +94,20 @@ def build_network(rank: int, alpha: float) -> tuple[Any, Any, "torch.nn.Module"]
     tokenizer, encoder = _base_model()
     for parameter in encoder.parameters():
         parameter.requires_grad = False
-    for layer in encoder.encoder.layer:
+    layers: Iterable[torch.nn.Module] = encoder.get_submodule("encoder.layer")  # type: ignore[assignment]
+    for layer in layers:
         for dotted in ADAPTED:
             owner_path, _, leaf = dotted.rpartition(".")
             owner = layer.get_submodule(owner_path)
             setattr(owner, leaf, LowRank(getattr(owner, leaf), rank, alpha))
-        for norm in (layer.attention.output.LayerNorm, layer.output.LayerNorm):
+        for norm in (layer.get_submodule("attention.output.LayerNorm"), layer.get_submodule("output.LayerNorm")):
             for parameter in norm.parameters():
                 parameter.requires_grad = True
     head = torch.nn.Linear(HIDDEN, 1)
     return tokenizer, encoder, head
 
 
-def _base_model() -> tuple[Any, Any]:
+def _base_model() -> tuple[PreTrainedTokenizerBase, PreTrainedModel]:
     """The packaged all-MiniLM-L6-v2 as a plain ``transformers`` encoder, strictly offline."""
     os.environ["HF_HUB_OFFLINE"] = "1"
     os.environ["TRANSFORMERS_OFFLINE"] = "1"
@@ -145,14 +148,15 @@ def _low_rank_class() -> type:
 _LOW_RANK: type | None = None
 
 
-def LowRank(base: Any, rank: int, alpha: float) -> Any:  # noqa: N802 (reads as the class it builds)
+def LowRank(base: torch.nn.Linear, rank: int, alpha: float) -> torch.nn.Module:  # noqa: N802 (reads as a class)
     global _LOW_RANK
     if _LOW_RANK is None:
         _LOW_RANK = _low_rank_class()
-    return _LOW_RANK(base, rank, alpha)
+    module: torch.nn.Module = _LOW_RANK(base, rank, alpha)
+    return module
 
 
-def trainable_state(encoder: Any, head: Any) -> dict[str, np.ndarray]:
+def trainable_state(encoder: PreTrainedModel, head: torch.nn.Module) -> dict[str, np.ndarray]:
     """The parameters a weights file holds: adapters, layer norms, head."""
     state = {f"encoder.{k}": v for k, v in encoder.state_dict().items()
              if ".down." in k or ".up." in k or "LayerNorm" in k and "embeddings" not in k}
@@ -160,7 +164,7 @@ def trainable_state(encoder: Any, head: Any) -> dict[str, np.ndarray]:
     return {k: v.detach().cpu().numpy().astype(np.float32) for k, v in state.items()}
 
 
-def pooled_output(encoder: Any, batch: Any) -> "torch.Tensor":
+def pooled_output(encoder: PreTrainedModel, batch: BatchEncoding) -> torch.Tensor:
     """Mean of the last layer over the real (unpadded) tokens."""
     hidden = encoder(**batch).last_hidden_state
     mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)
@@ -188,8 +192,8 @@ class CrossJudge:
         self.encoder.load_state_dict({k.removeprefix("encoder."): v for k, v in tensors.items()
                                       if k.startswith("encoder.")}, strict=False)
         self.head.load_state_dict({k.removeprefix("head."): v for k, v in tensors.items() if k.startswith("head.")})
-        self.encoder.eval()
-        self.head.eval()
+        self.encoder.train(False)
+        self.head.train(False)
         self._lock = threading.Lock()
 
     @property
