@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memprobe_engine.errors import ConfigError
+from memprobe_engine.errors import ConfigError, RecordingError
 from memprobe_engine.events.run import SpanBegin
 from memprobe_engine.events.union import AnyEvent
 from memprobe_engine.memory.registry import system_needs
@@ -105,6 +105,12 @@ class RecoveryRun:
         return self.plan.config(llm_config.resolved())
 
     def resume_config(self, record: Path, previous: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
+        if previous.get("framing") == "embedded" and "recovery_judge" not in previous \
+                and config.get("recovery_judge") is not None:
+            # Made when the embedded framing's default judge was the model: one run keeps one judge.
+            raise RecordingError(f"{record} was judged by the recovery_judge model (made before the calibrated "
+                                 f"judge became --framing embedded's default); resume it with the same flags plus "
+                                 f"--recovery-judge model, or pass another --record folder.")
         return previous
 
     def needs(self) -> RunNeeds:

@@ -130,7 +130,8 @@ SHIPPED = {
         "--config", "sessions/quick.toml", "--sessions", "sessions/release-a", "--dialogues",
         "sessions/release-a/dialogues", "--users", "user_001", "--dims",
         "geographic_knowledge,directness_preference,writing_skill", "--systems", "nomem,longctx_full",
-        "--framing", "embedded", "--judge-max-tokens", "150"],
+        "--framing", "embedded", "--judge-max-tokens", "150",
+        "--recovery-judge", "model"],  # made when the model judge was the embedded framing's default
     "sample-paradigms-quick": [
         "--suite", "paradigms", "--sessions", "sessions/paradigms/suite56-embedded", "--limit", "2",
         "--systems", "amem,full_context,naive_rag", "--config", "sessions/quick-paradigms.toml", "--concurrency", "4",
@@ -211,3 +212,14 @@ def test_sigterm_ends_a_paradigm_run_interrupted_and_the_rerun_repeats_no_reques
         live = Counter(e.request_hash for e in reader.iter_events(kinds=["llm_call"])  # type: ignore[union-attr]
                        if not e.cache_hit)  # type: ignore[union-attr]
     assert live and max(live.values()) == 1, "the resumed run repeated a request"
+
+
+def test_an_embedded_recording_judged_by_the_model_names_the_flag_that_resumes_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(ROOT)
+    name = "sample-quick-fixed-user_001"
+    record = tmp_path / name
+    shutil.copytree(ROOT / "recordings" / name, record)
+    flags = [f for f in SHIPPED[name] if f not in ("--recovery-judge", "model")]
+    done = CliRunner().invoke(app, ["run", "--record", str(record), *flags])
+    assert done.exit_code != 0 and "--recovery-judge model" in str(done.exception or done.output)
