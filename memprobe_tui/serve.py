@@ -191,11 +191,12 @@ class TokenServer(Server):
         runner = web.AppRunner(await self._make_app(), handle_signals=False, access_log_class=PathAccessLogger)
         await runner.setup()
         await web.SockSite(runner, sock, shutdown_timeout=APP_QUIT_S).start()
-        print(f"memprobe serve: open {self.url()}  (Ctrl+C stops)", flush=True)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(signum, stop.set)
+        # Only now: a Ctrl-C right after the URL appears must reach the handler, not interrupt Python.
+        print(f"memprobe serve: open {self.url()}  (Ctrl+C stops)", flush=True)
         try:
             await stop.wait()
             closed = await self.close_sessions()
