@@ -83,6 +83,7 @@ def _print_detectable(console: Console, frames: ReportFrames) -> None:
     """What the run's cases can detect, per system (report/detectable.py)."""
     from memprobe_engine.events.reader import open_recording
     from memprobe_engine.recovery.judge_kind import judge_error_sd, judge_of
+    from memprobe_engine.recovery.scoring import is_unknown
     from memprobe_engine.report.detectable import report_lines
     from memprobe_engine.report.tables import usable_scores
 
@@ -94,8 +95,10 @@ def _print_detectable(console: Console, frames: ReportFrames) -> None:
         with open_recording(Path(recording)) as reader:
             sds[recording] = judge_error_sd(judge_of(reader.header.config))
     console.print("What these cases can detect")
-    for line in report_lines(list(usable[["system", "recording", "score"]].itertuples(index=False, name=None)),
-                             sds.__getitem__):
+    rows = [(system, recording, float(score), not is_unknown(str(label or "")))
+             for system, recording, score, label in usable[["system", "recording", "score", "label"]].itertuples(
+                 index=False, name=None)]
+    for line in report_lines(rows, sds.__getitem__):
         console.print(f"  {line}", soft_wrap=True)
 
 

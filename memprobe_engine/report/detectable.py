@@ -74,12 +74,15 @@ def paired_line(differences: Sequence[float], what: str) -> str:
             f"{floor:.3f}: {verdict}.")
 
 
-def report_lines(scores: Sequence[tuple[str, str, float]], judge_sd_of: Callable[[str], float | None]) -> list[str]:
-    """One line per system of (system, recording, score) rows, usable scores only."""
+def report_lines(scores: Sequence[tuple[str, str, float, bool]],
+                 judge_sd_of: Callable[[str], float | None]) -> list[str]:
+    """One line per system of (system, recording, score, judged) rows, usable scores only; a system
+    none of whose cases went to a judge ("unknown" scores 0 by the rubric) carries no judge error."""
     lines = []
-    for system in sorted({s for s, _, _ in scores}):
-        rows = [(recording, score) for s, recording, score in scores if s == system]
-        sds = {judge_sd_of(recording) for recording, _ in rows}
-        judge_sd = max((sd for sd in sds if sd is not None), default=None) if None not in sds else None
-        lines.append(run_detectable([score for _, score in rows], judge_sd).line(system))
+    for system in sorted({row[0] for row in scores}):
+        rows = [(recording, score, judged) for s, recording, score, judged in scores if s == system]
+        sds = {judge_sd_of(recording) for recording, _, judged in rows if judged}
+        judge_sd = (max((sd for sd in sds if sd is not None), default=None) if None not in sds else None) \
+            if sds else 0.0
+        lines.append(run_detectable([score for _, score, _ in rows], judge_sd).line(system))
     return lines

@@ -69,3 +69,11 @@ def test_detectable_difference_formula() -> None:
     assert "no spread" in run_detectable([0.0, 0.0, 0.0], None).line("nomem")
     assert "below what these cases can detect" in paired_line([0.25, -0.25, 0.0, 0.25], "a → b")
     assert "at or above" in paired_line([0.5] * 9 + [0.25], "a → b")
+
+
+def test_a_system_whose_cases_no_judge_scored_carries_no_judge_error() -> None:
+    from memprobe_engine.report.detectable import report_lines
+
+    rows = [("nomem", "r", 0.0, False)] * 6 + [("longctx_full", "r", s, True) for s in (0.0, 0.75, 0.75, 0.25)]
+    nomem, longctx = sorted(report_lines(rows, lambda recording: 0.24), key=lambda line: not line.startswith("nomem"))
+    assert "no spread" in nomem and "judge error 0.24" in longctx
