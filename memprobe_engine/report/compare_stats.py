@@ -20,6 +20,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from memprobe_engine.paradigms.metrics import N_RESAMPLES, SEED
+from memprobe_engine.recovery.calibration.agreement import level_index, linear_weighted_kappa
 
 #: The judge's five-level rubric, in order.
 JUDGE_LEVELS: tuple[float, ...] = (0.0, 0.25, 0.5, 0.75, 1.0)
@@ -50,29 +51,17 @@ def mcnemar_exact(only_base: int, only_other: int) -> float:
     return min(1.0, 2 * tail)
 
 
-def level_index(score: float, levels: Sequence[float] = JUDGE_LEVELS) -> int:
-    """The index of the level ``score`` is (nearest, so 0.7499999 reads as 0.75)."""
-    return int(np.argmin([abs(score - level) for level in levels]))
-
-
 def weighted_kappa(a: Sequence[float], b: Sequence[float], levels: Sequence[float] = JUDGE_LEVELS) -> float | None:
-    """Linear-weighted Cohen's kappa of two raters' scores on ``levels``; None for no pair, and
-    None when the expected disagreement is zero (both raters used one same level throughout)."""
+    """Linear-weighted Cohen's kappa of two raters' scores on ``levels`` (the one computation
+    ``memprobe judge check`` uses too); None for no pair, and None when the expected disagreement is
+    zero (both raters used one same level throughout)."""
     if len(a) != len(b):
         raise ValueError("the two raters must score the same cases")
     if not a:
         return None
-    k = len(levels)
-    observed = np.zeros((k, k))
-    for x, y in zip(a, b):
-        observed[level_index(x, levels), level_index(y, levels)] += 1
-    observed /= observed.sum()
-    expected = np.outer(observed.sum(axis=1), observed.sum(axis=0))
-    weights = np.abs(np.subtract.outer(np.arange(k), np.arange(k))) / (k - 1)
-    disagreement = float((weights * expected).sum())
-    if disagreement == 0:
-        return None
-    return 1.0 - float((weights * observed).sum()) / disagreement
+    kappa = linear_weighted_kappa([level_index(x, levels) for x in a], [level_index(y, levels) for y in b],
+                                  levels=len(levels))
+    return None if math.isnan(kappa) else kappa
 
 
 def kendall_tau_b(x: Sequence[float], y: Sequence[float]) -> float | None:

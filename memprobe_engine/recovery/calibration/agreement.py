@@ -18,9 +18,9 @@ import numpy as np
 LEVELS: tuple[float, ...] = (0.0, 0.25, 0.5, 0.75, 1.0)
 
 
-def level_index(score: float) -> int:
-    """The rubric level nearest ``score`` (0 … 4)."""
-    return int(min(range(len(LEVELS)), key=lambda i: abs(LEVELS[i] - score)))
+def level_index(score: float, levels: Sequence[float] = LEVELS) -> int:
+    """The index of the level nearest ``score`` (so 0.7499999 reads as 0.75)."""
+    return int(min(range(len(levels)), key=lambda i: abs(levels[i] - score)))
 
 
 @dataclass(frozen=True)
