@@ -141,9 +141,9 @@ def score_lines(record: Path) -> list[str]:
     """Per-system B (both modes), every case's fill beside its ground truth, and for a live run how
     many simulator replies were in the user's voice and how many tasks disclosed their dimension."""
     from memprobe_engine.recovery.inputs import load_users
+    from memprobe_engine.recovery.read.frames import load_frames
+    from memprobe_engine.recovery.read.tables import table2
     from memprobe_engine.recovery.simulator_voice import out_of_role_reason
-    from memprobe_engine.report.frames import load_frames
-    from memprobe_engine.report.tables import table2
 
     frames = load_frames([record])
     lines = ["per-system B (full store / top-k): " + "; ".join(

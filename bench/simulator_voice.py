@@ -34,6 +34,7 @@ from memprobe_engine.events.recorder import Recorder  # noqa: E402
 from memprobe_engine.events.writer import open_writer  # noqa: E402
 from memprobe_engine.llm.client import ChatClient  # noqa: E402
 from memprobe_engine.llm.config import load_llm_config  # noqa: E402
+from memprobe_engine.llm.embeddings import Embedder  # noqa: E402
 from memprobe_engine.llm.types import ChatMessage, SamplingParams  # noqa: E402
 from memprobe_engine.recovery import prompts, prompts_embedded  # noqa: E402
 from memprobe_engine.recovery.inputs import SimUser, load_users  # noqa: E402
@@ -41,7 +42,6 @@ from memprobe_engine.recovery.prompts import Turn  # noqa: E402
 from memprobe_engine.recovery.schemas import SimulatorReply  # noqa: E402
 from memprobe_engine.recovery.simulator_focus import choose_focus, focus_entries  # noqa: E402
 from memprobe_engine.recovery.simulator_voice import out_of_role_reason  # noqa: E402
-from memprobe_engine.llm.embeddings import Embedder  # noqa: E402
 
 LIVE_RECORDING = ROOT / "recordings" / "sample-quick-sim_01"
 PAPER_DIALOGUES = ROOT / "sessions" / "release-a" / "dialogues"

@@ -17,6 +17,7 @@ index pass, as a user opens it), peak RSS ≤ 50 % of events.jsonl. Medians.
 
 from __future__ import annotations
 
+from memprobe_engine.protocols import open_session
 import argparse
 import asyncio
 import json
@@ -139,12 +140,11 @@ def rss_mb() -> float:
 async def measure(directory: Path) -> dict[str, float]:
     """Run the app headless and time it (call in a fresh process for a clean peak RSS)."""
     imports_started = time.perf_counter()
-    from memprobe_engine.replay import ReplaySession
     from memprobe_tui.app import MemProbeApp
-    from memprobe_tui.screens import overview
+    from memprobe_tui.recovery.score_table import ScoreTable
+    from memprobe_tui.recovery.transcript import TranscriptScreen
+    from memprobe_tui.recovery import overview
     from memprobe_tui.screens.memory import MemoryScreen
-    from memprobe_tui.screens.transcript import TranscriptScreen
-    from memprobe_tui.widgets.score_table import ScoreTable
 
     out: dict[str, float] = {"imports_s": time.perf_counter() - imports_started, "rss_imports_mb": rss_mb()}
     first_frame: list[float] = []
@@ -156,9 +156,9 @@ async def measure(directory: Path) -> dict[str, float]:
 
     overview.OverviewScreen.on_mount = on_mount  # type: ignore[method-assign,assignment]
     started = time.perf_counter()
-    session = ReplaySession.open(directory)
+    session = open_session(directory)
     out["open_s"] = time.perf_counter() - started
-    app = MemProbeApp(session=session, rescore=None, keymap_path=None)
+    app = MemProbeApp(session=session, live={"rescore": None}, keymap_path=None)
     async with app.run_test(size=(80, 24)) as pilot:
         await _until(pilot, lambda: bool(first_frame))
         out["first_screen_s"] = first_frame[0] - started

@@ -18,6 +18,7 @@ Target (as for the protocol-A stepper in bench/tui.py): first screen ≤ 1 s, se
 
 from __future__ import annotations
 
+from memprobe_engine.protocols import open_session
 import argparse
 import asyncio
 import shutil
@@ -77,15 +78,14 @@ def synthesize(directory: Path, n_episodes: int, n_systems: int) -> int:
 
 
 async def measure(directory: Path) -> dict[str, Any]:
-    from memprobe_engine.replay import ReplaySession
     from memprobe_tui.app import MemProbeApp
-    from memprobe_tui.screens.episode_stepper import EpisodeScreen
-    from memprobe_tui.screens.paradigm_overview import ParadigmOverviewScreen
-    from memprobe_tui.screens.probe_inspector import ProbeScreen
+    from memprobe_tui.paradigms.episode_stepper import EpisodeScreen
+    from memprobe_tui.paradigms.overview import ParadigmOverviewScreen
+    from memprobe_tui.paradigms.probe_inspector import ProbeScreen
 
     started = time.perf_counter()
-    session = ReplaySession.open(directory)
-    app = MemProbeApp(session=session, rescore=None, keymap_path=None)
+    session = open_session(directory)
+    app = MemProbeApp(session=session, live={"rescore": None}, keymap_path=None)
     out: dict[str, Any] = {"events": len(session)}
     async with app.run_test(size=(80, 24)) as pilot:
         while not (isinstance(app.screen, ParadigmOverviewScreen) and app.screen.rows):

@@ -5,15 +5,15 @@ judge models, inputs. Every command that creates a recording asks :func:`collect
 
 * ``memprobe``: the version and, when the package runs from a git checkout, the source commit and
   whether the working tree had uncommitted changes;
-* ``inputs``: content hashes of what the run read, from its configuration — the dimension pool, the
-  selected users' banks, tasks and profiles, the fixed dialogues, a protocol-B suite's episodes;
+* ``inputs``: content hashes of what the run read, as its protocol names them — protocol A's dimension
+  pool, the selected users' banks, tasks and profiles and fixed dialogues; a protocol-B suite's episodes;
 * ``prompts``: a hash of every prompt template, read from the source of the modules that hold them
   (module-level upper-case string constants), so the hash changes when a prompt's wording does;
 * ``models``: per role, the spec, backend, model and quantization (the embedded model's GGUF file).
 
 Library and runtime versions are the header's ``packages``. Hashes are ``sha256:`` and the first 16
-hex digits. Nothing here imports a protocol: prompt modules are parsed, not imported, so collecting
-provenance never changes what a run loads.
+hex digits. Nothing here knows a protocol: each names its inputs' hashes and its prompt modules, which
+are parsed, not imported, so collecting provenance never changes what a run loads.
 """
 
 from __future__ import annotations
@@ -22,18 +22,17 @@ import ast
 import hashlib
 import re
 import subprocess
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 PACKAGE_ROOT = Path(__file__).resolve().parent
 
-#: The modules that hold prompt templates (paths under ``memprobe_engine/``).
+#: The shared modules that hold prompt templates (paths under ``memprobe_engine/``): the memory systems'.
+#: A protocol adds its own (its runner's ``prompt_modules``).
 PROMPT_MODULES: tuple[str, ...] = (
-    "recovery/prompts.py", "recovery/prompts_embedded.py", "recovery/generate.py", "paradigms/reader.py",
-    "paradigms/realize_prompts.py", "memory/amem.py", "memory/mem0.py", "memory/memoryos_prompts.py",
-    "memory/memt_prompts.py")
+    "memory/amem.py", "memory/mem0.py", "memory/memoryos_prompts.py", "memory/memt_prompts.py")
 #: A module-level constant is a template when its name is upper case and its value a string this long.
 _TEMPLATE_MIN_CHARS = 40
 _QUANT = re.compile(r"(?:^|[-_.])(q\d(?:_[a-z0-9]+)*|f16|bf16|f32)(?=[-_.]|$)", re.IGNORECASE)
@@ -71,10 +70,10 @@ def source_commit() -> dict[str, Any]:
     return {"commit": head, "dirty": bool(dirty)} if head else {}
 
 
-def prompt_hashes() -> dict[str, str]:
-    """``module.CONSTANT`` → hash, for every prompt template of :data:`PROMPT_MODULES`."""
+def prompt_hashes(modules: Sequence[str] = ()) -> dict[str, str]:
+    """``module.CONSTANT`` → hash, for every prompt template of :data:`PROMPT_MODULES` and ``modules``."""
     found: dict[str, str] = {}
-    for relative in PROMPT_MODULES:
+    for relative in dict.fromkeys((*PROMPT_MODULES, *modules)):
         path = PACKAGE_ROOT / relative
         try:
             tree = ast.parse(path.read_text(encoding="utf-8"))
@@ -102,40 +101,9 @@ def _assignment(node: ast.stmt) -> tuple[str | None, ast.expr | None]:
     return None, None
 
 
-def input_hashes(config: dict[str, Any]) -> dict[str, str]:
-    """Content hashes of the inputs a run's configuration names (what exists on disk)."""
-    found: dict[str, str] = {}
-    sessions = config.get("sessions")
-    if isinstance(sessions, str) and Path(sessions).is_dir():
-        root = Path(sessions)
-        if config.get("suite") == "paradigms":
-            digests = config.get("episode_digests")
-            if isinstance(digests, dict):
-                found["suite"] = short_hash("\n".join(f"{k}={v}" for k, v in sorted(digests.items())).encode())
-            else:
-                found["suite"] = files_hash(root.rglob("*.json"), root) or ""
-        else:
-            pool = files_hash([root / "pool.json"], root)
-            if pool:
-                found["pool"] = pool
-            users = config.get("users")
-            user_dirs = [root / "users" / u for u in users] if isinstance(users, list) else \
-                sorted(p for p in (root / "users").glob("*") if p.is_dir())
-            for name in ("bank", "tasks", "profile"):
-                digest = files_hash([d / f"{name}.json" for d in user_dirs], root)
-                if digest:
-                    found["banks" if name == "bank" else name] = digest
-    dialogues = config.get("dialogues")
-    if isinstance(dialogues, dict) and isinstance(dialogues.get("recording"), str):
-        digest = files_hash([Path(dialogues["recording"]) / "events.jsonl"])
-        if digest:
-            found["dialogues"] = digest
-    return {k: v for k, v in found.items() if v}
-
-
 def model_provenance(config: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """Per role: spec, backend, model and quantization, from the resolved models in ``config``."""
-    from memprobe_engine.llm.model_assets import TIERS, TIER_ALIASES
+    from memprobe_engine.llm.model_assets import TIER_ALIASES, TIERS
 
     models = config.get("models")
     roles = models.get("models") if isinstance(models, dict) else None
@@ -168,10 +136,12 @@ def memprobe_version() -> str | None:
         return None
 
 
-def collect_provenance(config: dict[str, Any], *, own_prompts: bool = True) -> dict[str, Any]:
-    """The header's ``provenance`` block for a run of ``config`` (see the module docstring).
+def collect_provenance(config: dict[str, Any], *, inputs: Mapping[str, str] | None = None,
+                       prompt_modules: Sequence[str] = (), own_prompts: bool = True) -> dict[str, Any]:
+    """The header's ``provenance`` block for a run of ``config`` (see the module docstring): ``inputs``
+    are the protocol's input hashes, ``prompt_modules`` its prompt modules besides the shared ones.
     ``own_prompts=False`` (an imported release) leaves ``prompts`` empty: the release was made with
     its authors' prompts, not this MemProbe's."""
     return {"memprobe": {"version": memprobe_version(), **source_commit()},
-            "inputs": input_hashes(config), "prompts": prompt_hashes() if own_prompts else {},
+            "inputs": dict(inputs or {}), "prompts": prompt_hashes(prompt_modules) if own_prompts else {},
             "models": model_provenance(config)}

@@ -1,13 +1,15 @@
 """The MemProbe replay app: screen routing, global keys, command palette, help and keymap.
 
-Thin on purpose: every screen lives in ``screens/``, every query in ``memprobe_engine.replay``.
+Thin on purpose: shared screens live in ``screens/``, each protocol's in its own folder, found through
+its TUI entry (:mod:`memprobe_tui.protocols`); every query is the engine's.
 """
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar, Literal
+from collections.abc import Mapping
+from typing import ClassVar
 
 from textual.app import App
 from textual.binding import Binding, BindingType
@@ -15,34 +17,23 @@ from textual.dom import DOMNode
 from textual.screen import Screen
 from textual.widgets import HelpPanel
 
-from memprobe_engine.replay import ReplaySession, RescoreFunction, resolve_rescore
-from memprobe_engine.replay.paradigm_queries import is_paradigm_recording
-from memprobe_tui.commands import ReplayCommands
+from memprobe_engine.replay import ReplaySession
 from memprobe_tui.keymap import DEFAULT_KEYMAP, load_keymap, unknown_ids
 from memprobe_tui.messages import ShowText
-from memprobe_tui.paradigm_commands import ParadigmCommands
+from memprobe_tui.protocols import entries, entry_for
 from memprobe_tui.screens.base import ReplayScreen
 from memprobe_tui.screens.browser import BrowserScreen
-from memprobe_tui.screens.dimension import DimensionScreen
-from memprobe_tui.screens.episode_stepper import EpisodeScreen
 from memprobe_tui.screens.help import HelpScreen
 from memprobe_tui.screens.llm_call import LLMCallScreen
 from memprobe_tui.screens.memory import MemoryScreen
-from memprobe_tui.screens.overview import OverviewScreen
-from memprobe_tui.screens.paradigm_overview import ParadigmOverviewScreen
-from memprobe_tui.screens.probe_inspector import ProbeScreen
 from memprobe_tui.screens.text_view import TextViewScreen
-from memprobe_tui.screens.transcript import TranscriptScreen
 from memprobe_tui.widgets.detail_log import DetailLog
 from memprobe_tui.widgets.search_prompt import SearchPrompt
 
-if TYPE_CHECKING:
-    from memprobe_engine.replay.paradigm_rerun import ProbeRerunHook  # loads the reader: only for the type
-
-SCREENS: tuple[type[Screen[None]], ...] = (ReplayScreen, BrowserScreen, OverviewScreen, TranscriptScreen,
-                                           MemoryScreen, DimensionScreen, LLMCallScreen, TextViewScreen,
-                                           HelpScreen)
-SCREENS += (ParadigmOverviewScreen, EpisodeScreen, ProbeScreen)  # protocol B: paradigm recordings
+#: The shared screens, then every protocol's own (their bindings' ids may be remapped in the keymap).
+SCREENS: tuple[type[Screen[None]], ...] = (ReplayScreen, BrowserScreen, MemoryScreen, LLMCallScreen,
+                                           TextViewScreen, HelpScreen)
+SCREENS += tuple(dict.fromkeys(screen for entry in entries().values() for screen in entry.screens))
 
 #: Widgets with bindings of their own (their ids can be remapped in the keymap file too).
 BINDING_WIDGETS: tuple[type[DOMNode], ...] = (DetailLog, SearchPrompt)
@@ -56,12 +47,11 @@ class MemProbeApp(App[None]):
         Binding("f1", "toggle_help", "Help", id="app.help"),
         Binding("q", "quit", "Quit", show=False, id="app.quit"),  # in F1 help and the palette; saves footer room at 80 columns
     ]
-    COMMANDS = App.COMMANDS | {ReplayCommands, ParadigmCommands}
+    COMMANDS = App.COMMANDS | {provider for entry in entries().values() for provider in entry.commands}
 
     def __init__(self, *, session: ReplaySession | None = None, folder: Path | None = None,
-                 rescore: RescoreFunction | None | Literal["auto"] = "auto",
-                 keymap_path: Path | None = DEFAULT_KEYMAP, no_color: bool = False,
-                 probe_rerun: ProbeRerunHook | None = None) -> None:
+                 live: Mapping[str, object] | None = None,
+                 keymap_path: Path | None = DEFAULT_KEYMAP, no_color: bool = False) -> None:
         # Textual turns monochrome when NO_COLOR is set while the app is built; set it just for that,
         # so --no-color does not leak into the rest of the process.
         previous = os.environ.get("NO_COLOR")
@@ -78,11 +68,10 @@ class MemProbeApp(App[None]):
             self.animation_level = "none"
         self.session = session
         self.folder = folder or Path("recordings")
-        self.rescore: RescoreFunction | None = resolve_rescore() if rescore == "auto" else rescore
+        #: Live re-run hooks by name (a protocol's TUI entry builds them; a missing one is its default).
+        self.live: dict[str, object] = dict(live or {})
         self.keymap_path = keymap_path
         self.rerun_logs: dict[tuple[str, str, str, str], str] = {}
-        #: The protocol-B probe re-run; None: the probe inspector builds the default on first use.
-        self.probe_rerun = probe_rerun
 
     def on_show_text(self, message: ShowText) -> None:
         """A pane or screen asked for a text full screen (``z``/Enter, ``i``)."""
@@ -108,24 +97,10 @@ class MemProbeApp(App[None]):
 
     # -- routing (the Navigator protocol) ------------------------------------------------------
     def open_overview(self, session: ReplaySession) -> None:
-        if is_paradigm_recording(session):  # protocol B: the episode list, not the users × systems board
-            self.push_screen(ParadigmOverviewScreen(session))
-        else:
-            self.push_screen(OverviewScreen(session))
-
-    def open_transcript(self, session: ReplaySession, user_id: str, system: str,
-                        at: tuple[int, int] | None = None) -> None:
-        self.push_screen(TranscriptScreen(session, user_id, system, at))
-
-    def switch_transcript(self, screen: Screen[None], system: str, at: tuple[int, int]) -> None:
-        if isinstance(screen, TranscriptScreen):
-            self.switch_screen(TranscriptScreen(screen.session, screen.user_id, system, at))
+        self.push_screen(entry_for(session).overview(session))
 
     def open_memory(self, session: ReplaySession, user_id: str, system: str, seqs: tuple[int, int] | None) -> None:
         self.push_screen(MemoryScreen(session, user_id, system, seqs))
-
-    def open_dimension(self, session: ReplaySession, user_id: str, system: str, dimension: str | None) -> None:
-        self.push_screen(DimensionScreen(session, user_id, system, dimension))
 
     def open_llm_call(self, session: ReplaySession, seq: int) -> None:
         self.push_screen(LLMCallScreen(session, seq))

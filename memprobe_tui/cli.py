@@ -38,50 +38,47 @@ def replay(recording: Annotated[Path, typer.Argument(help="A recording folder (h
            ) -> None:
     """Replay one recording: run overview, transcripts, memory time travel, dimension inspector; for a
     paradigm (protocol-B) recording: episode list, session stepper, probe inspector with live re-run."""
-    import functools
     import os
 
     from memprobe_engine.llm.config import load_llm_config
-    from memprobe_engine.recovery.rescore import rescore_dimension
-    from memprobe_engine.replay import ReplaySession
-    from memprobe_engine.replay.paradigm_queries import is_paradigm_recording
+    from memprobe_engine.protocols import open_session
     from memprobe_tui.app import MemProbeApp
+    from memprobe_tui.protocols import entry_for
 
     if compare is not None:
         _replay_compare(str(recording), compare, no_color)
         return
     try:
         llm_config = load_llm_config(config, os.environ, role_specs(model))
-        session = ReplaySession.open(recording)
+        session = open_session(recording)
     except MemProbeError as err:
         _fail(err)
         return
-    probe_rerun = None
-    if is_paradigm_recording(session):
-        from memprobe_engine.replay.paradigm_rerun import default_hook
-
-        probe_rerun = default_hook(llm_config)
     try:
-        MemProbeApp(session=session, no_color=no_color, probe_rerun=probe_rerun,
-                    rescore=functools.partial(rescore_dimension, llm_config=llm_config)).run()
+        MemProbeApp(session=session, no_color=no_color, live=entry_for(session).live_hooks(llm_config)).run()
     finally:
         session.close()
 
 
 def _replay_compare(base_text: str, other_text: str, no_color: bool) -> None:
-    from memprobe_engine.replay import ReplaySession
+    from memprobe_engine.errors import ConfigError
+    from memprobe_engine.protocols import one_protocol, open_session
     from memprobe_engine.report.compare_inputs import parse_selection
-    from memprobe_tui.compare_app import CompareApp
+    from memprobe_tui.protocols import entries
 
     try:
         base, other = parse_selection(base_text), parse_selection(other_text)
-        base_session, other_session = ReplaySession.open(base.path), ReplaySession.open(other.path)
+        spec = one_protocol([base.path, other.path])
+        compare = entries()[spec.name].compare
+        if compare is None:
+            raise ConfigError(f"replay --compare has no compare screen for {spec.name} runs ({spec.title}); "
+                              f"memprobe compare {base_text} {other_text} compares them in the terminal.")
+        base_session, other_session = open_session(base.path), open_session(other.path)
     except MemProbeError as err:
         _fail(err)
         return
     try:
-        CompareApp(session=base_session, other=other_session, base_system=base.system, other_system=other.system,
-                   no_color=no_color, rescore=None).run()
+        compare(base_session, other_session, base.system, other.system, no_color)
     finally:
         base_session.close()
         other_session.close()
@@ -110,7 +107,8 @@ def serve(target: Annotated[Path, typer.Argument(help="A recording, or a folder 
           no_color: Annotated[bool, typer.Option("--no-color", help=NO_COLOR_HELP)] = False) -> None:
     """Serve the TUI in a browser tab (textual-serve): one app per tab, the URL printed at start."""
     from memprobe_engine.errors import ConfigError
-    from memprobe_engine.replay import ReplaySession, list_recordings
+    from memprobe_engine.protocols import open_session
+    from memprobe_engine.replay import list_recordings
 
     try:
         from memprobe_tui.serve import serve as serve_tui
@@ -124,7 +122,7 @@ def serve(target: Annotated[Path, typer.Argument(help="A recording, or a folder 
         if max_sessions < 1:
             raise ConfigError(f"--max-sessions {max_sessions} would refuse every tab: give 1 or more.")
         if (target / "header.json").is_file():
-            ReplaySession.open(target).close()
+            open_session(target).close()
         else:
             list_recordings(target)
         serve_tui(target, host=host, port=port, no_color=no_color, max_sessions=max_sessions)

@@ -7,7 +7,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from rich.console import RenderableType
-
 from textual.message import Message
 
 

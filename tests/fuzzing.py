@@ -31,6 +31,7 @@ import orjson
 
 from memprobe_engine.errors import MemProbeError
 from memprobe_engine.events.checksum import seal, unseal
+from memprobe_engine.protocols import open_session
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 EVENTS, PAYLOADS, HEADER = "events.jsonl", "payloads.jsonl", "header.json"
@@ -322,18 +323,17 @@ def run_readers(directory: Path, *, tables: bool = True) -> tuple[int, bool]:
     from memprobe_engine.events.reader import open_recording
     from memprobe_engine.events.summary import summarize
     from memprobe_engine.llm.backends.replay import ReplayBackend
+    from memprobe_engine.recovery.read.frames import load_frames
+    from memprobe_engine.recovery.read.scores import score_board
+    from memprobe_engine.recovery.read.tables import build_tables, parse_table_names
     from memprobe_engine.replay.catalog import describe_recording
     from memprobe_engine.replay.queries import episodes, units
-    from memprobe_engine.replay.scores import score_board
-    from memprobe_engine.replay.session import ReplaySession
-    from memprobe_engine.report.frames import load_frames
-    from memprobe_engine.report.tables import build_tables, parse_table_names
 
     describe_recording(directory)
     with open_recording(directory) as reader:
         served = sum(1 for _ in reader.iter_events())
         summarize(reader)
-    session = ReplaySession.open(directory)
+    session = open_session(directory)
     try:
         session.build_index()  # runs the integrity check once the index is complete
         clean = session.integrity is not None and session.integrity.clean

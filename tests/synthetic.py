@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+from memprobe_engine.events.base import EventBase
 from memprobe_engine.events.dialogue import Message
 from memprobe_engine.events.header import RecordingHeader
 from memprobe_engine.events.llm import EmbeddingBatch, LLMCall, RecordedMessage, RetryNote, TokenUsage
@@ -27,7 +28,6 @@ from memprobe_engine.events.recorder import Recorder
 from memprobe_engine.events.recovery import EpisodeEnd, PreferenceJudgment
 from memprobe_engine.events.run import RunEnd, RunStart
 from memprobe_engine.events.scoring import AttributionLabel, AttributionStage, JudgeScore, SlotFill
-from memprobe_engine.events.base import EventBase
 from memprobe_engine.events.writer import open_writer
 
 _WORDS = ("schedule plan shift budget garden recipe report meeting deadline draft lesson route travel "

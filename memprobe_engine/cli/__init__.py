@@ -13,9 +13,9 @@ import sys
 from typing import Any
 
 import typer
-from typer.core import TyperGroup
 from rich.console import Console
 from rich.markup import escape
+from typer.core import TyperGroup
 
 from memprobe_engine.cli import help_format
 from memprobe_engine.errors import MemProbeError
@@ -63,9 +63,22 @@ app = typer.Typer(
     add_completion=False,
 )
 
-from memprobe_engine.cli import (ablation_cmd, compare_cmd, doctor_cmd, generate_cmd, import_cmd,  # noqa: E402
-                                 judge_cmd, llm_cmds, merge_cmd, proxy_cmd, recording_cmds, report_cmd, rescore_cmd,
-                                 run_cmd, sessions_cmds)
+from memprobe_engine.cli import (  # noqa: E402
+    ablation_cmd,
+    compare_cmd,
+    doctor_cmd,
+    generate_cmd,
+    import_cmd,
+    judge_cmd,
+    llm_cmds,
+    merge_cmd,
+    proxy_cmd,
+    recording_cmds,
+    report_cmd,
+    rescore_cmd,
+    run_cmd,
+    sessions_cmds,
+)
 
 app.add_typer(recording_cmds.recording_app, name="recording")
 app.add_typer(llm_cmds.llm_app, name="llm")

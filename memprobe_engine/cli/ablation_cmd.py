@@ -11,7 +11,7 @@ import typer
 from rich.console import Console
 
 from memprobe_engine.cli.model_flags import role_specs
-from memprobe_engine.cli.run_cmd import _csv
+from memprobe_engine.run_flags import csv_names as _csv
 from memprobe_engine.errors import ConfigError
 
 console = Console(highlight=False)
@@ -29,9 +29,9 @@ def reader_ablation(
     again), as the layer reader:SPEC; then print Table 4 and the readers' rank agreement."""
     from memprobe_engine.llm.config import load_llm_config
     from memprobe_engine.orchestration.progress import CommandProgress
-    from memprobe_engine.replay.reader_ablation import ablate_reader
-    from memprobe_engine.report.paradigm_report import print_reader_ablation
-    from memprobe_engine.report.paradigm_frames import recording_is_paradigm
+    from memprobe_engine.paradigms.read.frames import recording_is_paradigm
+    from memprobe_engine.paradigms.read.report import print_reader_ablation
+    from memprobe_engine.paradigms.reader_ablation import ablate_reader
 
     if not (recording / "header.json").exists() or not recording_is_paradigm(recording):
         raise ConfigError(f"{recording}: not a protocol-B recording (no paradigm header.json there); pass the "

@@ -10,7 +10,8 @@ from rich.console import Console
 from rich.markup import escape
 
 from memprobe_engine.errors import ConfigError
-from memprobe_engine.report.render import WIDTH
+from memprobe_engine.protocol_spec import CompareRequest
+from memprobe_engine.report.output import WIDTH
 
 #: Differences listed in the warning before the rest are summarized as a count.
 _SHOWN_DIFFERENCES = 25
@@ -40,7 +41,7 @@ def compare(
     bootstrap intervals, exact McNemar flips (protocol A); probe flips and Δ metrics with episode
     bootstrap intervals (protocol B). A warning comes first when the runs differ in anything but the
     systems compared."""
-    from memprobe_engine.report.render import export
+    from memprobe_engine.report.output import export
 
     console = Console(width=WIDTH, highlight=False)
     if layers:
@@ -71,58 +72,17 @@ def _warn_differences(console: Console, lines: list[str]) -> None:
 
 def _runs(console: Console, base_text: str, other_text: str, changed_only: bool, plots: Path | None,
           resamples: int, seed: int | None) -> dict[str, object]:
-    from memprobe_engine.events.header import read_header
-    from memprobe_engine.report import compare_render as R
+    from memprobe_engine.protocols import one_protocol
     from memprobe_engine.report.compare_inputs import parse_selection, run_differences
 
     base, other = parse_selection(base_text), parse_selection(other_text)
-    suites = {read_header(base.path).suite, read_header(other.path).suite}
-    if len(suites) > 1:
-        raise ConfigError(f"{base.name} is a {read_header(base.path).suite} run and {other.name} a "
-                          f"{read_header(other.path).suite} run; compare runs of one protocol.")
+    spec = one_protocol([base.path, other.path])
     _warn_differences(console, run_differences(base, other))
-    if suites == {"paradigms"}:
-        from memprobe_engine.report.compare_b import compare_paradigms
-
-        result_b = compare_paradigms(base, other)
-        for warning in result_b.warnings:
-            console.print(f"[yellow]warning:[/] {escape(warning)}", markup=True, soft_wrap=True)
-        console.print(R.probe_table(result_b, changed_only))
-        console.print(R.flip_summary_b(result_b))
-        console.print(R.metric_table(result_b))
-        if plots is not None:
-            _said(console, R.compare_plots(result_b, plots), plots)
-        return dict(result_b.as_dict())
-    from memprobe_engine.report.compare_a import compare_recovery
-
-    result = compare_recovery(base, other, n_resamples=resamples, seed=seed)
-    for warning in result.warnings:
-        console.print(f"[yellow]warning:[/] {escape(warning)}", markup=True, soft_wrap=True)
-    console.print(f"base {escape(base.name)}  →  other {escape(other.name)}")
-    console.print(R.case_table(result, changed_only))
-    counts = result.cases["change"].value_counts()
-    console.print(", ".join(f"{int(counts.get(c, 0))} {c}" for c in ("improved", "regressed", "unchanged", "excluded")))
-    console.print(R.category_table(result))
-    from memprobe_engine.report.detectable import paired_line
-
-    for (left, right), group in result.cases.dropna(subset=["delta"]).groupby(["base_system", "other_system"]):
-        console.print(paired_line(group["delta"].astype(float).tolist(), f"{left} → {right}"), soft_wrap=True)
-    if plots is not None:
-        _said(console, R.compare_plots(result, plots), plots)
-    return dict(result.as_dict())
+    return spec.compare(base, other, CompareRequest(changed_only=changed_only, plots=plots, resamples=resamples,
+                                                    seed=seed), console)
 
 
 def _layers(console: Console, recordings: list[Path], names: list[str] | None) -> dict[str, object]:
-    from memprobe_engine.report import compare_render as R
-    from memprobe_engine.report.compare_layers import compare_layers
+    from memprobe_engine.protocols import one_protocol
 
-    result = compare_layers(recordings, names)
-    for warning in result.warnings:
-        console.print(f"[yellow]warning:[/] {escape(warning)}", markup=True, soft_wrap=True)
-    for table in R.layer_tables(result):
-        console.print(table)
-    return dict(result.as_dict())
-
-
-def _said(console: Console, written: list[Path], folder: Path) -> None:
-    console.print(f"wrote {len(written)} figure(s) to {folder}: {', '.join(p.name for p in written)}")
+    return one_protocol(recordings).compare_layers(recordings, names, console)

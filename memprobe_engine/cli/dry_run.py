@@ -7,7 +7,6 @@ each role it uses with that role's sampling settings, and its protocol parameter
 
 from __future__ import annotations
 
-
 from rich import box
 from rich.console import Console
 from rich.table import Table

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
 
 from rich import box
 from rich.console import Console
@@ -135,7 +134,9 @@ def print_recording_cost(recording: Path, prices: dict[str, Price], console: Con
     header = read_header(recording)
     actual = actual_use(recording)
     try:
-        estimate = _header_estimate(recording, header.config)
+        from memprobe_engine.protocols import spec_of
+
+        estimate = spec_of(header).estimate_of(recording, header)
     except MemProbeError as err:
         estimate = CostEstimate(roles={}, notes=[f"{recording}: no estimate ({err})"])
     if estimate is None:
@@ -148,23 +149,3 @@ def print_recording_cost(recording: Path, prices: dict[str, Price], console: Con
              if isinstance(spec, dict) and spec.get("spec")}
     console.print(f"[bold]{recording}[/]: tokens and cost per role")
     print_estimate(estimate, LLMConfig(models=specs), prices, console, actual=actual)
-
-
-def _header_estimate(recording: Path, config: dict[str, Any]) -> CostEstimate | None:
-    """The dry run's estimate of the job ``config`` describes; None when it describes none here."""
-    if config.get("suite") == "paradigms":
-        from memprobe_engine.paradigms.estimate import estimate_paradigms
-        from memprobe_engine.paradigms.estimate import plan_from_config as paradigm_plan
-
-        paradigms = paradigm_plan(config)
-        return estimate_paradigms(paradigms) if paradigms is not None else None
-    from memprobe_engine.recovery.estimate import estimate_recovery, plan_from_config
-    from memprobe_engine.recovery.outcome_shares import header_specs, measure_shares
-
-    plan = plan_from_config(config)
-    if plan is None:
-        return None
-    # Branch shares from the recordings beside it, never its own: the estimate the run could have had.
-    shares = measure_shares([recording.parent], header_specs(config), fixed_dialogues=plan.dialogues is not None,
-                            framing=plan.settings.framing, exclude=recording)
-    return estimate_recovery(plan, shares)

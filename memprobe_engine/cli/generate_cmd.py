@@ -14,6 +14,7 @@ from rich.console import Console
 
 from memprobe_engine.cli.model_flags import role_specs
 from memprobe_engine.errors import ConfigError
+from memprobe_engine.recovery.provenance_inputs import PROMPT_MODULES, input_hashes
 
 if TYPE_CHECKING:
     from memprobe_engine.orchestration.progress import CommandProgress
@@ -43,10 +44,10 @@ def users(
 async def _generate(out: Path, n: int, pool_path: Path, prefix: str, overrides: list[str], config: Path | None,
                     seed: int, retries: int, progress: CommandProgress) -> None:
     from memprobe_engine.events.header import new_header
-    from memprobe_engine.orchestration.lifecycle import recorded_run
     from memprobe_engine.llm.cache import ResponseCache
     from memprobe_engine.llm.client import ChatClient
     from memprobe_engine.llm.config import load_llm_config
+    from memprobe_engine.orchestration.lifecycle import recorded_run
     from memprobe_engine.recovery.generate import GenerationSettings, generate_user, write_user
     from memprobe_engine.recovery.inputs import load_pool, validate_sessions
 
@@ -58,7 +59,8 @@ async def _generate(out: Path, n: int, pool_path: Path, prefix: str, overrides: 
     from memprobe_engine.provenance import collect_provenance
 
     generate_config = {"n": n, "seed": seed, "retries": retries, "pool": str(pool_path), "models": llm_config.resolved()}
-    header = new_header(run_id, "generate", generate_config, collect_provenance(generate_config))
+    header = new_header(run_id, "generate", generate_config, collect_provenance(
+        generate_config, inputs=input_hashes(generate_config), prompt_modules=PROMPT_MODULES))
     settings = GenerationSettings(bank_retries=retries, task_retries=retries, seed=seed)
     async with recorded_run(out / "_generation" / run_id, header=header, suite="generate", signals=True) as run:
         chat = ChatClient(llm_config, recorder=run.recorder, cache=ResponseCache())
@@ -120,8 +122,8 @@ async def _episodes(specs: Path, out: Path, ids: list[str] | None, overrides: li
                     filler_cap: int | None, redo: tuple[bool, tuple[str, ...]], progress: CommandProgress) -> None:
     from memprobe_engine.llm.cache import ResponseCache
     from memprobe_engine.llm.config import load_llm_config
-    from memprobe_engine.paradigms.realize import RealizeSettings
-    from memprobe_engine.paradigms.realize_run import RealizeRequest, realize_suite
+    from memprobe_engine.paradigms.realize.run import RealizeRequest, realize_suite
+    from memprobe_engine.paradigms.realize.writer import RealizeSettings
 
     llm_config = load_llm_config(config, os.environ, role_specs(overrides))
     settings = RealizeSettings(seed=seed, attempts=attempts, strong_attempts=strong_attempts, max_tokens=max_tokens,

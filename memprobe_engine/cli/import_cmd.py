@@ -92,8 +92,8 @@ def release_b(
                       markup=True, soft_wrap=True)
     recordings = [Path(r) for report in result.reports for r in report.recordings]
     if recordings:
+        from memprobe_engine.paradigms.read.report import OWN_SCORES, UPSTREAM_LABELS_LAYER, layer_comparison
         from memprobe_engine.paradigms.scoring import mode_layer
-        from memprobe_engine.report.paradigm_report import OWN_SCORES, UPSTREAM_LABELS_LAYER, layer_comparison
 
         layers = [UPSTREAM_LABELS_LAYER, OWN_SCORES, mode_layer("corrected") or OWN_SCORES]
         console.print(layer_comparison(recordings, layers, "upstream's labels beside ours (main = the default, "

@@ -195,9 +195,9 @@ def train(
     """Fit the calibrated judge's adapters on the paper's judgments (minutes on two cores)."""
     from memprobe_engine.orchestration.progress import CommandProgress
     from memprobe_engine.recovery.calibration.cases import release_cases
-    from memprobe_engine.recovery.cross_judge import WEIGHTS_DIR
     from memprobe_engine.recovery.calibration.train import TrainSettings, trainable
     from memprobe_engine.recovery.calibration.train import train as fit
+    from memprobe_engine.recovery.cross_judge import WEIGHTS_DIR
 
     held = set(_csv(hold_out) or [])
     cases = trainable([c for source in sources for c in release_cases(source)])

@@ -63,11 +63,11 @@ async def _ask(question: str, role: str, overrides: list[str], config_file: Path
 
     from memprobe_engine.events.header import new_header
     from memprobe_engine.events.recorder import NULL_RECORDER, Recorder
-    from memprobe_engine.orchestration.lifecycle import recorded_run
     from memprobe_engine.llm.cache import ResponseCache
     from memprobe_engine.llm.client import ChatClient
     from memprobe_engine.llm.config import load_llm_config
     from memprobe_engine.llm.types import ChatMessage, SamplingParams
+    from memprobe_engine.orchestration.lifecycle import recorded_run
 
     llm_config = load_llm_config(config_file, os.environ, overrides)
     messages = ([ChatMessage(role="system", content=system)] if system else []) + \

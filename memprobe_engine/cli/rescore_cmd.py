@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from memprobe_engine.cli.model_flags import role_specs
-from memprobe_engine.cli.run_cmd import _csv
+from memprobe_engine.run_flags import csv_names as _csv
 from memprobe_engine.errors import ConfigError
 
 console = Console(highlight=False)
@@ -45,7 +45,7 @@ def rescore(
                                  "with.")] = None,
 ) -> None:
     """Re-score recorded cases without re-running the memory system; originals stay untouched."""
-    from memprobe_engine.events.base import EventBase
+    from memprobe_engine.events.base import EventBase, check_layer_name
     from memprobe_engine.events.reader import open_recording
     from memprobe_engine.events.run import SpanBegin
     from memprobe_engine.events.scoring import JudgeScore
@@ -55,8 +55,6 @@ def rescore(
     from memprobe_engine.orchestration.progress import CommandProgress
     from memprobe_engine.recovery.rescore import recorded_cases
     from memprobe_engine.recovery.rescore import rescore as run_rescore
-
-    from memprobe_engine.events.base import check_layer_name
 
     if layer is not None:
         check_layer_name(layer, where="--layer")

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 from rich.console import Console
 
 from memprobe_engine.cli.model_flags import role_specs
 from memprobe_engine.errors import ConfigError
-from memprobe_engine.orchestration.progress import ProgressHook
+from memprobe_engine.protocol_spec import RunCommon, option_values
+from memprobe_engine.run_flags import shard as shard_flag
 
 if TYPE_CHECKING:
     from memprobe_engine.orchestration.ray_executor import RayOptions
@@ -25,27 +25,6 @@ DEFAULT_RUN_CONCURRENCY = 4
 console = Console(highlight=False, stderr=True, soft_wrap=True)
 
 
-def _csv(value: Optional[str], flag: str) -> Optional[list[str]]:
-    """A comma-separated flag value: None (every one) for ``all`` or no flag. An empty value — often an
-    unset shell variable, ``--users "$USERS"`` — is refused rather than read as every one."""
-    if value is None or value.strip() == "all":
-        return None
-    names = [part.strip() for part in value.split(",") if part.strip()]
-    if not names:
-        raise ConfigError(f"{flag} {value!r} names nothing (an unset shell variable?): give comma-separated names, "
-                          f"or {flag} all (the same as leaving the flag out).")
-    return names
-
-
-def _system_list(value: str) -> list[str]:
-    """``--systems``: at least one name; an empty list (``--systems ,``) is an error, not nomem."""
-    names = [part.strip() for part in value.split(",") if part.strip()]
-    if not names:
-        raise ConfigError(f"--systems {value!r} names no memory system. Pass one or more comma-separated names, "
-                          f"e.g. --systems nomem,longctx_full (memprobe systems list shows them).")
-    return unique("--systems", names)
-
-
 def check_record_folder(record: Path) -> None:
     """``--record ''`` (an unset shell variable) arrives as the current folder, and the recording's files
     would land among the user's own: refused unless the current folder is itself a recording (a resume)."""
@@ -55,35 +34,15 @@ def check_record_folder(record: Path) -> None:
                           f"new folder, e.g. --record recordings/run1.")
 
 
-def unique(flag: str, names: list[str]) -> list[str]:
-    """``names`` when each appears once; a name given twice would run its units twice."""
-    repeated = sorted({name for name in names if names.count(name) > 1})
-    if repeated:
-        once = ",".join(dict.fromkeys(names))
-        raise ConfigError(f"{flag} names {', '.join(repeated)} more than once; each runs once: {flag} {once}")
-    return names
-
-
-def _shard(value: str | None) -> tuple[int, int]:
-    """``--shard I/N``; without it, a Slurm array task's shard, else the whole run (0/1)."""
-    if value is None:
-        from memprobe_engine.orchestration.units import shard_from_env
-
-        return shard_from_env(os.environ) or (0, 1)
-    try:
-        index, total = (int(x) for x in value.split("/"))
-    except ValueError:
-        raise ConfigError(f"--shard {value!r}: expected I/N with 0 <= I < N, e.g. --shard 0/4.") from None
-    if not 0 <= index < total:
-        raise ConfigError(f"--shard {value!r}: I must satisfy 0 <= I < N.")
-    return index, total
-
-
 def run(
     ctx: typer.Context,
     record: Annotated[Path, typer.Option(help="Recording directory to write (an existing one is resumed).")],
-    suite: Annotated[str, typer.Option(help="Benchmark suite: recovery (protocol A) or paradigms (protocol B).")]
+    suite: Annotated[str, typer.Option(help="Benchmark protocol: recovery (protocol A), paradigms (protocol B), or "
+                                           "one a package registers (memprobe_engine/protocols.py).")]
     = "recovery",
+    param: Annotated[Optional[list[str]], typer.Option(
+        "--param", "-P", help="KEY=VALUE: one of the protocol's own options (repeatable), e.g. -P max_turns=5; "
+                              "each option flag below is the same as its -P key.")] = None,
     sessions: Annotated[Path, typer.Option(help="Sessions folder (pool.json, users/), or for paradigms a suite "
                                            "folder (episodes.jsonl), e.g. sessions/paradigms/upstream-sample.")]
     = Path("sessions"),
@@ -161,85 +120,48 @@ def run(
 ) -> None:
     """Run a benchmark and record every step; re-running the same command resumes it."""
     from memprobe_engine.cli.dry_run import print_resolved
+    from memprobe_engine.llm.backends import check_specs
     from memprobe_engine.llm.cache import ResponseCache
     from memprobe_engine.llm.config import load_llm_config
+    from memprobe_engine.llm.pricing import load_prices
     from memprobe_engine.orchestration.progress import CommandProgress
-    from memprobe_engine.paradigms.run_options import ParadigmOptions, paradigm_plan, paradigm_protocol
-    from memprobe_engine.llm.backends import check_specs
-    from memprobe_engine.paradigms.runner import needs_models, run_paradigms
-    from memprobe_engine.recovery.protocol_config import recovery_protocol
-    from memprobe_engine.recovery.run_options import RecoveryOptions, recovery_plan
-    from memprobe_engine.recovery.runner import run_recovery
+    from memprobe_engine.protocols import protocols, spec_for
 
-    if suite not in ("recovery", "paradigms"):
-        raise ConfigError(f"--suite {suite!r}: use recovery (protocol A) or paradigms (protocol B).")
-    refuse_other_protocol_flags(ctx, suite, RecoveryOptions.own_flags if suite == "paradigms"
-                                else ParadigmOptions.own_flags)
+    spec = spec_for(suite)
+    values = dict(ctx.params)
+    refuse_other_protocol_flags(ctx, spec.name, {name: other.name for other in protocols().values() if other is not spec
+                                                 for name in other.options.model_fields
+                                                 if name not in spec.options.model_fields})
+    options = option_values(spec, values, param or [])
     if concurrency < 1:
         raise ConfigError(f"--concurrency {concurrency}: give how many to run at once, 1 or more (e.g. "
                           f"--concurrency 4).")
     check_record_folder(record)
-    from memprobe_engine.llm.pricing import load_prices
-
     load_prices(config, price)  # a bad price (flag or [prices]) is refused with or without --dry-run
     if price and not dry_run:
         raise ConfigError("--price is read only with --dry-run (the cost estimate); add --dry-run, or drop it "
                           "(`memprobe report --price` prices a finished run).")
-    for flag, listed in (("--users", users), ("--dims", dims), ("--episodes", episodes)):
-        unique(flag, _csv(listed, flag) or [])
     ray = ray_options(executor, ray_address, ray_workers)
-    cache = None if no_cache else ResponseCache()
-    run_work: Callable[[ProgressHook], Coroutine[Any, Any, Path]]
-    if suite == "paradigms":
-        paradigm = paradigm_plan(ParadigmOptions(
-            sessions=sessions, systems=unique("--systems", _csv(systems, "--systems") or []), shard=_shard(shard), seed=seed, episodes=_csv(episodes, "--episodes"),
-            paradigms=_csv(paradigms, "--paradigms"), limit=limit, ingest=ingest, k=k, session_k=session_k,
-            reader_max_tokens=reader_max_tokens, embeddings=embeddings or "st:minilm"))
-        llm_config = load_llm_config(config, os.environ, role_specs(model))  # a bad config fails here
-        if dry_run:  # units, calls and their expected tokens: no server is started, no recording written
-            from memprobe_engine.cli.estimate_view import print_estimate
-            from memprobe_engine.llm.pricing import load_prices
-            from memprobe_engine.paradigms.estimate import estimate_paradigms
+    llm_config = load_llm_config(config, os.environ, role_specs(model))  # a bad config fails here
+    common = RunCommon(record=record, sessions=sessions, systems=systems, config=config, shard=shard_flag(shard),
+                       seed=seed, concurrency=concurrency, embeddings=embeddings, llm_config=llm_config,
+                       cache=None if no_cache else ResponseCache(), ray=ray)
+    planned = spec.plan(common, options)
+    if dry_run:  # the resolved protocol and the expected calls: no server is started, no recording written
+        from memprobe_engine.cli.estimate_view import print_estimate
 
-            print_resolved(paradigm_protocol(paradigm, llm_config, record), console)
-            if needs_models(paradigm.systems):
-                print_estimate(estimate_paradigms(paradigm), llm_config, load_prices(config, price),
-                               Console(highlight=False))
-            return
-        if needs_models(paradigm.systems):
-            check_specs(llm_config.models.values())  # before the recording pins a spec that cannot work
-        run_work = lambda hook: run_paradigms(paradigm, record, llm_config=llm_config, concurrency=concurrency,
-                                              cache=cache, progress=hook, signals=True, ray=ray)
-    else:
-        recovery = recovery_plan(RecoveryOptions(
-            sessions=sessions, systems=_system_list(systems), config=config, shard=_shard(shard), seed=seed,
-            users=_csv(users, "--users"), dims=_csv(dims, "--dims"), modes=_csv(modes, "--modes"), max_turns=max_turns,
-            agent_max_tokens=agent_max_tokens, simulator_max_tokens=simulator_max_tokens,
-            judge_max_tokens=judge_max_tokens, preference_judge_max_tokens=preference_judge_max_tokens,
-            no_preference_judge=no_preference_judge, policy=policy, embeddings=embeddings, dialogues=dialogues,
-            framing=framing, recovery_judge=recovery_judge))
-        llm_config = load_llm_config(config, os.environ, role_specs(model))
-        if dry_run:  # the resolved protocol only: no server is started, no recording written
-            from memprobe_engine.cli.estimate_view import print_estimate
-            from memprobe_engine.llm.pricing import load_prices
-            from memprobe_engine.recovery.estimate import estimate_recovery
-            from memprobe_engine.recovery.outcome_shares import header_specs, measure_shares
-
-            shown = Console(highlight=False)
-            print_resolved(recovery_protocol(recovery, llm_config), shown)
-            # Branch shares from earlier runs beside this one (same models), as docs/usage.md says.
-            shares = measure_shares([record.parent], header_specs({"models": llm_config.resolved()}),
-                                    fixed_dialogues=recovery.dialogues is not None,
-                                    framing=recovery.settings.framing, exclude=record)
-            print_estimate(estimate_recovery(recovery, shares), llm_config, load_prices(config, price), shown)
-            return
+        shown = Console(highlight=False)
+        # Notes unwrapped (a unit count or a path stays on one line for grep); tables keep their width.
+        print_resolved(planned.resolved, Console(highlight=False, soft_wrap=True))
+        if planned.estimate is not None:
+            print_estimate(planned.estimate(), llm_config, load_prices(config, price), shown)
+        return
+    if planned.needs_models:
         check_specs(llm_config.models.values())  # before the recording pins a spec that cannot work
-        run_work = lambda hook: run_recovery(recovery, record, llm_config=llm_config, concurrency=concurrency,
-                                             cache=cache, progress=hook, signals=True, ray=ray)
     with CommandProgress("run", unit="units") as progress:
         # Printed at once: the first minutes may go to model start-up, which the display then shows.
         progress.phase(f"recording to {record}; models start on their first call")
-        out = asyncio.run(run_work(progress.hook))
+        out = asyncio.run(planned.start(progress.hook))
     console.print(f"recorded to [bold]{out}[/]  (report: memprobe report {out})")
 
 
@@ -274,11 +196,16 @@ def given_flags(ctx: typer.Context) -> list[str]:
     return given
 
 
-def refuse_other_protocol_flags(ctx: typer.Context, suite: str, foreign: tuple[str, ...]) -> None:
-    """One line for a flag the chosen protocol would silently ignore (it belongs to the other one)."""
-    stray = [flag for flag in given_flags(ctx) if flag in foreign]
+def refuse_other_protocol_flags(ctx: typer.Context, suite: str, foreign: dict[str, str]) -> None:
+    """One line for a flag the chosen protocol would silently ignore: ``foreign`` maps each option only
+    other protocols have to the protocol that reads it."""
+    given = {param.name: param.opts[0] for param in ctx.command.params if param.name and param.opts}
+    stray = [(given[name], owner) for name, owner in foreign.items()
+             if name in given and given[name] in given_flags(ctx)]
     if stray:
-        other = "recovery" if suite == "paradigms" else "paradigms"
-        raise ConfigError(f"{', '.join(stray)}: only a --suite {other} run reads "
+        flags = ", ".join(flag for flag, _ in stray)
+        owners = sorted({owner for _, owner in stray})
+        other = owners[0] if len(owners) == 1 else " or ".join(owners)
+        raise ConfigError(f"{flags}: only a --suite {other} run reads "
                           f"{'this flag' if len(stray) == 1 else 'these flags'}, and this is a --suite {suite} run. "
                           f"Drop {'it' if len(stray) == 1 else 'them'}, or pass --suite {other}.")

@@ -6,6 +6,6 @@ content hash). See ``docs/recording-format.md``.
 """
 
 from memprobe_engine.events.base import SCHEMA_VERSION, EventBase
-from memprobe_engine.events.union import Event, EVENT_KINDS, parse_event
+from memprobe_engine.events.union import EVENT_KINDS, Event, parse_event
 
 __all__ = ["SCHEMA_VERSION", "EventBase", "Event", "EVENT_KINDS", "parse_event"]

@@ -19,8 +19,8 @@ from typing import Any
 
 import orjson
 
-from memprobe_engine.events.fs_errors import recording_os_error
 from memprobe_engine.errors import RecordingError
+from memprobe_engine.events.fs_errors import recording_os_error
 
 PAYLOADS_FILE = "payloads.jsonl"
 

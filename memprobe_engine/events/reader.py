@@ -29,10 +29,10 @@ import numpy as np
 import orjson
 from pydantic import ValidationError
 
-from memprobe_engine.events.fs_errors import recording_os_error
 from memprobe_engine.errors import RecordingError
 from memprobe_engine.events.base import SCHEMA_VERSION, EventBase
 from memprobe_engine.events.checksum import unseal
+from memprobe_engine.events.fs_errors import recording_os_error
 from memprobe_engine.events.header import EVENTS_FILE, RecordingHeader, read_header
 from memprobe_engine.events.index import LineIndex, extend_index
 from memprobe_engine.events.payloads import JSONValue, PayloadReader

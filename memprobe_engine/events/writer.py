@@ -20,10 +20,9 @@ import orjson
 
 from memprobe_engine.errors import RecordingError
 from memprobe_engine.events.base import EventBase
-from memprobe_engine.events.fs_errors import recording_os_error
 from memprobe_engine.events.checksum import CHECKSUM_FIELD, seal, unseal
-from memprobe_engine.events.header import (EVENTS_FILE, HEADER_FILE, RecordingHeader, read_header,
-                                           write_header)
+from memprobe_engine.events.fs_errors import recording_os_error
+from memprobe_engine.events.header import EVENTS_FILE, HEADER_FILE, RecordingHeader, read_header, write_header
 from memprobe_engine.events.payloads import PayloadWriter, ScrubBytes
 
 LOCK_FILE = "writer.lock"

@@ -33,12 +33,24 @@ import orjson
 
 from memprobe_engine.errors import ConfigError
 from memprobe_engine.events.header import HEADER_FILE
-from memprobe_engine.imports.problems import (ImportProblem, Level, ProblemLog, count_levels, dedupe, from_dicts,
-                                              write_report)
+from memprobe_engine.imports.problems import (
+    ImportProblem,
+    Level,
+    ProblemLog,
+    count_levels,
+    dedupe,
+    from_dicts,
+    write_report,
+)
 from memprobe_engine.imports.release_files import BANK_FILE, RETRIEVE_SUFFIX, Release, system_of
 from memprobe_engine.imports.release_runs import RunJob, RunOutcome, import_run
-from memprobe_engine.imports.release_sessions import (RELAXED_RULES, ImportedInputs, convert_inputs,
-                                                      validate_imported, write_sessions)
+from memprobe_engine.imports.release_sessions import (
+    RELAXED_RULES,
+    ImportedInputs,
+    convert_inputs,
+    validate_imported,
+    write_sessions,
+)
 
 REPORT_FILE = "import-report.json"
 SESSIONS_DIR, RECORDINGS_DIR = "sessions", "recordings"

@@ -25,12 +25,12 @@ import orjson
 
 from memprobe_engine.errors import ConfigError
 from memprobe_engine.events.header import new_header
-from memprobe_engine.provenance import collect_provenance
 from memprobe_engine.events.paradigms import ProbeAnswer, ProbeScore
 from memprobe_engine.events.recorder import Recorder
 from memprobe_engine.events.run import Metric, RunEnd, RunStart
 from memprobe_engine.events.writer import open_writer
 from memprobe_engine.imports.problems import ProblemLog, count_levels, write_report
+from memprobe_engine.paradigms.read.report import UPSTREAM_LABELS_LAYER
 from memprobe_engine.paradigms.scoring import (
     DEFAULT_SCORING,
     SCORER_VERSIONS,
@@ -40,7 +40,6 @@ from memprobe_engine.paradigms.scoring import (
     parse_answer_json,
     score_probe,
 )
-from memprobe_engine.report.paradigm_report import UPSTREAM_LABELS_LAYER
 from memprobe_engine.paradigms.suite import (
     PROBE_TYPES,
     Episode,
@@ -49,6 +48,8 @@ from memprobe_engine.paradigms.suite import (
     load_episodes,
     load_specs,
 )
+from memprobe_engine.provenance import collect_provenance
+from memprobe_engine.paradigms.provenance_inputs import input_hashes
 
 REPORT_FILE = "import-report.json"
 #: Top-level report keys that are not systems (upstream compute_metrics skips the same).
@@ -172,7 +173,7 @@ def _import_system(target: Path, report_rel: str, system: str, entries: dict[str
     if tmp.exists():
         shutil.rmtree(tmp)
     writer = open_writer(tmp, new_header(f"release-b:{Path(report_rel).stem}:{system}", "paradigms", config,
-                                          collect_provenance(config, own_prompts=False)))
+                                          collect_provenance(config, inputs=input_hashes(config), own_prompts=False)))
     recorder = Recorder(writer)
     counts = agreement.by_system.setdefault(system, [0, 0])
     try:

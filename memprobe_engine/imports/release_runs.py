@@ -18,15 +18,21 @@ from pathlib import Path
 from typing import Any
 
 from memprobe_engine.events.header import HEADER_FILE, new_header
-from memprobe_engine.provenance import collect_provenance
 from memprobe_engine.events.writer import open_writer
 from memprobe_engine.imports.emitter import DictEmitter
 from memprobe_engine.imports.problems import ProblemLog
 from memprobe_engine.imports.release_files import Release
-from memprobe_engine.imports.release_recovery import (ModeFiles, RecoveryStats, check_aggregates, emit_recovery,
-                                                      load_mode)
+from memprobe_engine.imports.release_recovery import (
+    ModeFiles,
+    RecoveryStats,
+    check_aggregates,
+    emit_recovery,
+    load_mode,
+)
 from memprobe_engine.imports.release_rollout import RolloutStats, emit_rollout
 from memprobe_engine.imports.release_sessions import ImportedUser
+from memprobe_engine.provenance import collect_provenance
+from memprobe_engine.recovery.provenance_inputs import input_hashes
 
 
 @dataclass
@@ -91,7 +97,7 @@ def import_run(job: RunJob) -> RunOutcome:
     try:
         clear_recording(job.record)
         writer = open_writer(job.record, new_header(f"release-a-{job.run}", "recovery", config,
-                                                      collect_provenance(config, own_prompts=False)))
+                                                      collect_provenance(config, inputs=input_hashes(config), own_prompts=False)))
     except (OSError, ValueError) as err:
         log.add("error", f"history/{job.run}/", f"cannot write the recording {job.record}: {err}")
         outcome.problems = log.as_dicts()

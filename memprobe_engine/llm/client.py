@@ -47,10 +47,22 @@ from memprobe_engine.llm.hashing import current_role, request_hash
 from memprobe_engine.llm.secrets import scrub_shapes
 from memprobe_engine.llm.spec import ModelSpec, parse_spec
 from memprobe_engine.llm.stream_scrub import StreamScrubber
-from memprobe_engine.llm.structured import (StructuredOutputError, parse_structured, parse_with_json_schema,
-                                            repair_messages, response_schema)
-from memprobe_engine.llm.types import (ChatBackend, ChatMessage, ChatRequest, ChatResult, SamplingParams,
-                                       TransientBackendError, Usage)
+from memprobe_engine.llm.structured import (
+    StructuredOutputError,
+    parse_structured,
+    parse_with_json_schema,
+    repair_messages,
+    response_schema,
+)
+from memprobe_engine.llm.types import (
+    ChatBackend,
+    ChatMessage,
+    ChatRequest,
+    ChatResult,
+    SamplingParams,
+    TransientBackendError,
+    Usage,
+)
 
 #: Repair rounds after the first reply before structured output is declared excluded.
 MAX_REPAIRS = 2

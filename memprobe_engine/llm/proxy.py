@@ -41,7 +41,6 @@ from memprobe_engine.events.recorder import Recorder
 from memprobe_engine.llm.client import ChatClient
 from memprobe_engine.llm.config import DEFAULT_ROLE, ROLES, normalize_role
 from memprobe_engine.llm.proxy_http import HTTPRequest, HTTPResponse, LoopbackHTTPServer
-from memprobe_engine.llm.secrets import key_label
 from memprobe_engine.llm.proxy_openai import (
     BadRequest,
     ChatPlan,
@@ -52,6 +51,7 @@ from memprobe_engine.llm.proxy_openai import (
     plan_chat,
     usage_chunk,
 )
+from memprobe_engine.llm.secrets import key_label
 
 if TYPE_CHECKING:
     from memprobe_engine.llm.embeddings import TextEmbedder

@@ -21,8 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from memprobe_engine.llm.embeddings import cosine_top_k
-from memprobe_engine.memory.base import (AgentContext, Footprint, MemoryServices, Observation, RecordedStore,
-                                         ScoredItem)
+from memprobe_engine.memory.base import AgentContext, Footprint, MemoryServices, Observation, RecordedStore, ScoredItem
 
 #: Observation kind -> (native category, content prefix) as the release's longctx_full agent wrote them.
 _CATEGORY: dict[str, tuple[str, str]] = {

@@ -32,8 +32,8 @@ from pydantic import BaseModel, Field, StringConstraints
 
 from memprobe_engine.events.run import ErrorEvent
 from memprobe_engine.llm.types import ChatMessage, SamplingParams
-from memprobe_engine.memory.vectors import VectorIndex
 from memprobe_engine.memory.base import Footprint, MemoryServices, Observation, RecordedStore, ScoredItem
+from memprobe_engine.memory.vectors import VectorIndex
 
 #: Existing memories retrieved per extracted fact for the update call.
 NEIGHBOURS = 5

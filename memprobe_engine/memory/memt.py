@@ -59,10 +59,14 @@ from memprobe_engine.events.memory import MemoryOp
 from memprobe_engine.events.run import ErrorEvent
 from memprobe_engine.llm.embeddings import cosine_top_k
 from memprobe_engine.llm.types import SamplingParams
-from memprobe_engine.memory.base import (AgentContext, Footprint, MemoryServices, Observation, RecordedStore,
-                                         ScoredItem)
-from memprobe_engine.memory.memt_prompts import PolicyCall, formation_messages, parse_policy_calls, shorten, \
-    update_messages
+from memprobe_engine.memory.base import AgentContext, Footprint, MemoryServices, Observation, RecordedStore, ScoredItem
+from memprobe_engine.memory.memt_prompts import (
+    PolicyCall,
+    formation_messages,
+    parse_policy_calls,
+    shorten,
+    update_messages,
+)
 from memprobe_engine.memory.memt_react import SEARCH_TOOLS, ReactResult, ToolCall, react_search
 
 Vector = npt.NDArray[np.float32]

@@ -88,6 +88,13 @@ class BenchmarkProtocol(Protocol[UnitT]):
         """The unit a recorded ``span_begin`` opens, or None for any other span."""
         ...
 
+    #: The protocol's prompt modules (paths under ``memprobe_engine/``), hashed into the header's provenance.
+    prompt_modules: tuple[str, ...]
+
+    def input_hashes(self, config: dict[str, Any]) -> dict[str, str]:
+        """Content hashes of the inputs ``config`` names, for the header's provenance."""
+        ...
+
     #: Event kinds besides spans and model calls that carry protocol state across a resume.
     resume_kinds: tuple[str, ...]
 

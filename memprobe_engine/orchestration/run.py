@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from memprobe_engine.errors import RecordingError
 from memprobe_engine.events.header import HEADER_FILE, new_header
-from memprobe_engine.provenance import collect_provenance
 from memprobe_engine.orchestration.lifecycle import close_run_clients, recorded_run
 from memprobe_engine.orchestration.progress import ProgressHook
 from memprobe_engine.orchestration.protocol import BenchmarkProtocol, RunServices
@@ -28,13 +27,14 @@ from memprobe_engine.orchestration.resume import (
     read_resume,
 )
 from memprobe_engine.orchestration.units import UnitTally, run_units, select_units, shard_record_dir
+from memprobe_engine.provenance import collect_provenance
 
 if TYPE_CHECKING:
     from memprobe_engine.llm.cache import ResponseStore
-    from memprobe_engine.orchestration.ray_executor import RayOptions
     from memprobe_engine.llm.client import BackendFactory
     from memprobe_engine.llm.config import LLMConfig
     from memprobe_engine.llm.embeddings import TextEmbedder
+    from memprobe_engine.orchestration.ray_executor import RayOptions
 
 UnitT = TypeVar("UnitT")
 
@@ -82,8 +82,9 @@ async def run_protocol(protocol: BenchmarkProtocol[UnitT], record: Path, *, llm_
     units = [unit for unit in select_units(protocol.units(), protocol.shard)
              if protocol.unit_key(unit) not in state.completed_units]
     run_id = f"{protocol.suite}-" + dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-    header = None if (record / HEADER_FILE).exists() else new_header(run_id, protocol.suite, config,
-                                                                                   collect_provenance(config))
+    header = None if (record / HEADER_FILE).exists() else new_header(
+        run_id, protocol.suite, config,
+        collect_provenance(config, inputs=protocol.input_hashes(config), prompt_modules=protocol.prompt_modules))
     async with recorded_run(record, header=header, suite=protocol.suite, signals=signals) as run:
         chat = ChatClient(llm_config, recorder=run.recorder, cache=RecordedResponses(state.responses, cache),
                           backend_factory=backend_factory)

@@ -26,8 +26,13 @@ from typing import Any
 from memprobe_engine.llm.usage_estimate import CostEstimate, Triple, answer_tokens
 from memprobe_engine.memory.base import SimClock
 from memprobe_engine.orchestration.units import select_units
-from memprobe_engine.paradigms.baselines import (RETRIEVED_HEADING, TIME_AWARE_HEADING, full_context_evidence,
-                                                 oracle_evidence, session_text)
+from memprobe_engine.paradigms.baselines import (
+    RETRIEVED_HEADING,
+    TIME_AWARE_HEADING,
+    full_context_evidence,
+    oracle_evidence,
+    session_text,
+)
 from memprobe_engine.paradigms.protocol import ordered_sessions, session_observations
 from memprobe_engine.paradigms.reader import MEMORY_HEADING, Evidence, reader_messages
 from memprobe_engine.paradigms.runner import ParadigmPlan, ParadigmRun, input_protocol_of

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-N_RESAMPLES = 2000
-SEED = 20260101
+from memprobe_engine.report.compare_stats import N_RESAMPLES, SEED
+
 #: Columns of the probe frame the metrics read.
 PROBE_COLUMNS: tuple[str, ...] = (
     "system", "episode_id", "paradigm", "condition", "expected_behavior", "split", "probe_index",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING
 
 from memprobe_engine.errors import ConfigError
 from memprobe_engine.paradigms.protocol import GRANULARITIES
@@ -25,12 +25,8 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
-class ParadigmOptions:
-    """The run command's flags that protocol B reads."""
-
-    #: The flags only protocol B has (a protocol-A run refuses them), as the command spells them.
-    own_flags: ClassVar[tuple[str, ...]] = (
-        "--episodes", "--paradigms", "--limit", "--ingest", "--k", "--session-k", "--reader-max-tokens")
+class ParadigmRequest:
+    """What a protocol-B plan is built from: the run's common settings and protocol B's options, parsed."""
 
     sessions: Path
     systems: list[str]
@@ -46,7 +42,7 @@ class ParadigmOptions:
     embeddings: str = "st:minilm"
 
 
-def paradigm_plan(options: ParadigmOptions) -> ParadigmPlan:
+def paradigm_plan(options: ParadigmRequest) -> ParadigmPlan:
     """The plan of a protocol-B run; a bad value is one ConfigError naming the flag."""
     if options.ingest not in GRANULARITIES:
         raise ConfigError(f"--ingest {options.ingest!r}: use turns or session.")
@@ -89,4 +85,4 @@ def paradigm_protocol(plan: ParadigmPlan, llm_config: LLMConfig, record: Path | 
         notes=describe_plan(plan, record))
 
 
-__all__ = ["ParadigmOptions", "paradigm_plan", "paradigm_protocol"]
+__all__ = ["ParadigmRequest", "paradigm_plan", "paradigm_protocol"]

@@ -65,14 +65,15 @@ from memprobe_engine.paradigms.reader import (
 )
 from memprobe_engine.paradigms.scoring import SCORING_MODES, mode_layer, score_probe
 from memprobe_engine.paradigms.suite import Episode, Probe, Suite, load_suite
+from memprobe_engine.paradigms.provenance_inputs import PROMPT_MODULES, input_hashes
 
 if TYPE_CHECKING:
-    from memprobe_engine.orchestration.ray_executor import RayOptions
     from memprobe_engine.events.recorder import Recorder
     from memprobe_engine.llm.cache import ResponseStore
     from memprobe_engine.llm.client import BackendFactory, ChatClient
     from memprobe_engine.llm.config import LLMConfig
     from memprobe_engine.llm.embeddings import TextEmbedder
+    from memprobe_engine.orchestration.ray_executor import RayOptions
 
 #: Default number of memories a memory system's search returns to the reader.
 DEFAULT_K = 10
@@ -336,6 +337,10 @@ class ParadigmRun:
 
     suite = "paradigms"
     resume_kinds: tuple[str, ...] = ()
+    prompt_modules: tuple[str, ...] = PROMPT_MODULES
+
+    def input_hashes(self, config: dict[str, Any]) -> dict[str, str]:
+        return input_hashes(config)
 
     def __init__(self, plan: ParadigmPlan) -> None:
         check_systems(plan.systems)

@@ -25,8 +25,7 @@ from memprobe_engine.recovery.framing import DEFAULT_FRAMING, Framing
 from memprobe_engine.recovery.inputs import BankEntry
 from memprobe_engine.recovery.policy import DEFAULT_POLICY, ExclusionPolicy
 from memprobe_engine.recovery.prompts import Turn
-from memprobe_engine.recovery.schemas import (OK_THRESHOLD, DisclosureVerdict, ElicitationVerdict,
-                                              TaskDesignVerdict)
+from memprobe_engine.recovery.schemas import OK_THRESHOLD, DisclosureVerdict, ElicitationVerdict, TaskDesignVerdict
 from memprobe_engine.recovery.scoring import Mode, TextSink, ask
 
 if TYPE_CHECKING:

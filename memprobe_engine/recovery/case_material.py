@@ -1,7 +1,7 @@
 """The material of one recovery case: what its slot-filler read, and the dialogue its judges read.
 
 A re-score (``recovery/rescore.py``) must hand the slot-filler exactly what it read when the run was
-made, and the replay's dimension inspector (``replay/dimension.py``) shows the same thing to the
+made, and the replay's dimension inspector (``recovery/read/dimension.py``) shows the same thing to the
 person auditing the case, so both ask this module:
 
 * :func:`slot_fill_read` — the store as it stood at the slot-fill (``dump_all``: every item, in

@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 from memprobe_engine.errors import ConfigError
 from memprobe_engine.events.dialogue import Message
 from memprobe_engine.events.reader import open_recording
+from memprobe_engine.events.recorder import Recorder
 from memprobe_engine.events.recovery import EpisodeEnd
 from memprobe_engine.events.run import SpanBegin
-from memprobe_engine.events.recorder import Recorder
 from memprobe_engine.memory.base import MemorySystem, Observation, SimClock
 from memprobe_engine.recovery.dialogue_source import DialogueSource
 from memprobe_engine.recovery.inputs import Task

@@ -23,8 +23,7 @@ from memprobe_engine.events.recorder import Recorder
 from memprobe_engine.events.recovery import TaskVerdict
 from memprobe_engine.llm.types import ChatMessage, SamplingParams
 from memprobe_engine.recovery.input_rules import CATEGORY_DISPLAY, CATEGORY_SLOTS, Category, leak_reason
-from memprobe_engine.recovery.inputs import (BankEntry, DimensionPool, PersonaProfile, Task, UserBank,
-                                             UserTasks)
+from memprobe_engine.recovery.inputs import BankEntry, DimensionPool, PersonaProfile, Task, UserBank, UserTasks
 
 if TYPE_CHECKING:
     from memprobe_engine.llm.client import ChatClient

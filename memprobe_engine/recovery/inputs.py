@@ -17,17 +17,42 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from pydantic import (BaseModel, ConfigDict, Field, JsonValue, ValidationError, ValidationInfo,
-                      field_validator, model_validator)
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    JsonValue,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from memprobe_engine.errors import MemProbeError
-from memprobe_engine.recovery.input_rules import (BANK_FILE, CATEGORY_DISPLAY, CATEGORY_GUIDE, IMPORTED_MARKER,
-                                                  CATEGORY_SLOTS, IDENT, MAX_SHORT_WORDS,
-                                                  POOL_FILE, PROFILE_FILE, SNAKE, TASKS_FILE,
-                                                  USER_FILES, USERS_DIR, Category, bank_issues,
-                                                  bank_view, content_words, count_sentences,
-                                                  leak_reason, pool_issues, retrieve_query,
-                                                  task_issues)
+from memprobe_engine.recovery.input_rules import (
+    BANK_FILE,
+    CATEGORY_DISPLAY,
+    CATEGORY_GUIDE,
+    CATEGORY_SLOTS,
+    IDENT,
+    IMPORTED_MARKER,
+    MAX_SHORT_WORDS,
+    POOL_FILE,
+    PROFILE_FILE,
+    SNAKE,
+    TASKS_FILE,
+    USER_FILES,
+    USERS_DIR,
+    Category,
+    bank_issues,
+    bank_view,
+    content_words,
+    count_sentences,
+    leak_reason,
+    pool_issues,
+    retrieve_query,
+    task_issues,
+)
 
 __all__ = ["BANK_FILE", "CATEGORY_DISPLAY", "CATEGORY_GUIDE", "CATEGORY_SLOTS", "POOL_FILE",
            "PROFILE_FILE", "TASKS_FILE", "USERS_DIR", "USER_FILES", "BankEntry", "Category",

@@ -4,7 +4,7 @@ A recording is an append-only log, so one case — a (system, user, dimension, m
 more than once: a unit interrupted and re-run scores its dimensions again, and a re-score appends a
 later ``judge_score`` whose ``rescore_of`` points at the score it re-does. Which of those is *the*
 outcome is decided here, once, for both readers of outcomes: the report's pandas frames
-(``report/frames.py``) and the replay's overview and inspector (``replay/scores.py``, fed
+(``recovery/read/frames.py``) and the replay's overview and inspector (``recovery/read/scores.py``, fed
 incrementally by the run index). Both feed the events in recording order, so both count the same.
 
 The rules:

@@ -20,9 +20,9 @@ from memprobe_engine.recovery.framing import Framing
 from memprobe_engine.recovery.policy import ExclusionPolicy
 
 if TYPE_CHECKING:
+    from memprobe_engine.llm.config import LLMConfig
     from memprobe_engine.llm.resolved import ResolvedProtocol
     from memprobe_engine.recovery.runner import RecoveryPlan
-    from memprobe_engine.llm.config import LLMConfig
 
 T = TypeVar("T")
 

@@ -16,23 +16,23 @@ from typing import TYPE_CHECKING, Any, cast
 
 from memprobe_engine.errors import RecordingError
 from memprobe_engine.events.base import EventBase
+from memprobe_engine.events.memory import Retrieval
 from memprobe_engine.events.reader import RecordingReader, open_recording
 from memprobe_engine.events.recorder import E, Recorder
-from memprobe_engine.events.writer import EventWriter
 from memprobe_engine.events.run import SpanBegin
-from memprobe_engine.events.memory import Retrieval
 from memprobe_engine.events.scoring import AttributionStage, JudgeScore, SlotFill
-from memprobe_engine.orchestration.lifecycle import recorded_run
-from memprobe_engine.recovery.rescore_contract import RescoreRequest, RescoreSink
+from memprobe_engine.events.writer import EventWriter
 from memprobe_engine.memory.timeline import store_at
-from memprobe_engine.recovery.case_material import DialogueTurn, retrieval_for_fill, slot_fill_read
-from memprobe_engine.recovery.outcomes import OutcomeFold
+from memprobe_engine.orchestration.lifecycle import recorded_run
 from memprobe_engine.recovery.attribution import Stage0Cache, Stage0Verdict, attribute
-from memprobe_engine.recovery.inputs import BankEntry, PoolDimension
+from memprobe_engine.recovery.case_material import DialogueTurn, retrieval_for_fill, slot_fill_read
 from memprobe_engine.recovery.framing import Framing, framing_of
+from memprobe_engine.recovery.inputs import BankEntry, PoolDimension
 from memprobe_engine.recovery.judge_kind import judge_of
+from memprobe_engine.recovery.outcomes import OutcomeFold
 from memprobe_engine.recovery.policy import ExclusionPolicy, policy_of
 from memprobe_engine.recovery.prompts import Turn
+from memprobe_engine.recovery.rescore_contract import RescoreRequest, RescoreSink
 from memprobe_engine.recovery.scoring import Mode, TextSink, judge, slot_fill
 
 if TYPE_CHECKING:

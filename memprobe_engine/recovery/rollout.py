@@ -17,7 +17,6 @@ exclusion policy (:mod:`.policy`) and never counts against metric A.
 from __future__ import annotations
 
 import asyncio
-
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar, cast, get_args
+from typing import cast, get_args
 
 from memprobe_engine.errors import ConfigError
 from memprobe_engine.recovery.dialogue_source import parse_source
@@ -22,14 +22,9 @@ from memprobe_engine.recovery.scoring import Mode
 
 
 @dataclass(frozen=True)
-class RecoveryOptions:
-    """The run command's flags that protocol A reads (None: not given)."""
-
-    #: The flags only protocol A has (a protocol-B run refuses them), as the command spells them.
-    own_flags: ClassVar[tuple[str, ...]] = (
-        "--users", "--dims", "--modes", "--max-turns", "--agent-max-tokens", "--simulator-max-tokens",
-        "--judge-max-tokens", "--preference-judge-max-tokens", "--no-preference-judge", "--policy", "--dialogues",
-        "--framing", "--recovery-judge")
+class RecoveryRequest:
+    """What a protocol-A plan is built from: the run's common settings and protocol A's options, parsed
+    (None: not given)."""
 
     sessions: Path
     systems: list[str]
@@ -52,7 +47,7 @@ class RecoveryOptions:
     recovery_judge: str | None = None
 
 
-def recovery_plan(options: RecoveryOptions) -> RecoveryPlan:
+def recovery_plan(options: RecoveryRequest) -> RecoveryPlan:
     """The plan of a protocol-A run: flags over the config file's ``[protocol]`` table over the
     release's defaults; a bad value is one ConfigError naming the flag."""
     table = load_protocol_table(options.config)
@@ -95,4 +90,4 @@ def recovery_plan(options: RecoveryOptions) -> RecoveryPlan:
                         dialogues=source)
 
 
-__all__ = ["RecoveryOptions", "recovery_plan"]
+__all__ = ["RecoveryRequest", "recovery_plan"]

@@ -27,13 +27,14 @@ from memprobe_engine.recovery.inputs import DimensionPool, SimUser, load_pool, l
 from memprobe_engine.recovery.rollout import RolloutSettings
 from memprobe_engine.recovery.scoring import Mode
 from memprobe_engine.recovery.unit import UnitContext, run_unit, tasks_for
+from memprobe_engine.recovery.provenance_inputs import PROMPT_MODULES, input_hashes
 
 if TYPE_CHECKING:
-    from memprobe_engine.orchestration.ray_executor import RayOptions
     from memprobe_engine.llm.cache import ResponseStore
     from memprobe_engine.llm.client import BackendFactory
     from memprobe_engine.llm.config import LLMConfig
     from memprobe_engine.llm.embeddings import TextEmbedder
+    from memprobe_engine.orchestration.ray_executor import RayOptions
 
 
 @dataclass
@@ -78,6 +79,10 @@ class RecoveryRun:
 
     suite = "recovery"
     resume_kinds: tuple[str, ...] = ("attribution_stage",)
+    prompt_modules: tuple[str, ...] = PROMPT_MODULES
+
+    def input_hashes(self, config: dict[str, Any]) -> dict[str, str]:
+        return input_hashes(config)
 
     def __init__(self, plan: RecoveryPlan) -> None:
         for name in plan.systems:

@@ -29,14 +29,13 @@ from memprobe_engine.memory.base import MemorySystem
 from memprobe_engine.recovery import prompts, prompts_embedded
 from memprobe_engine.recovery.cross_judge import cross_judge
 from memprobe_engine.recovery.framing import DEFAULT_FRAMING, Framing
-from memprobe_engine.recovery.judge_kind import MODEL_JUDGE, calibrated_name
 from memprobe_engine.recovery.inputs import CATEGORY_GUIDE, BankEntry, PoolDimension, retrieve_query
+from memprobe_engine.recovery.judge_kind import MODEL_JUDGE, calibrated_name
 from memprobe_engine.recovery.policy import DEFAULT_POLICY, ExclusionPolicy, release_label
 from memprobe_engine.recovery.schemas import JudgeVerdict, SlotFillAnswer
 
 if TYPE_CHECKING:
-    from memprobe_engine.llm.client import ChatOutcome
-    from memprobe_engine.llm.client import ChatClient
+    from memprobe_engine.llm.client import ChatClient, ChatOutcome
 
 Mode = Literal["dump_all", "retrieve"]
 RETRIEVE_K = 5

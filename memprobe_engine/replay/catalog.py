@@ -1,8 +1,8 @@
 """The recordings in a folder, newest first, described from their headers and last lines.
 
 Listing is cheap (a header read and a look at the file's tail per recording), so a browser can show
-the list at once; the headline recovery score needs an index pass and is computed separately
-(:func:`headline`), recording by recording, in a worker.
+the list at once; a recording's headline numbers need an index pass and are its protocol's to compute
+(``memprobe_engine.protocols.headline_and_damage``), recording by recording, in a worker.
 """
 
 from __future__ import annotations
@@ -13,13 +13,9 @@ from pathlib import Path
 
 import orjson
 
-from memprobe_engine.errors import MemProbeError, RecordingError
+from memprobe_engine.errors import RecordingError
 from memprobe_engine.events.header import EVENTS_FILE, HEADER_FILE, read_header
-from memprobe_engine.events.reader import DamageReport
-from memprobe_engine.replay.grid import headline_without_baselines
-from memprobe_engine.replay.paradigm_queries import episode_rows, is_paradigm_recording, system_accuracy
-from memprobe_engine.replay.scores import score_board
-from memprobe_engine.replay.session import ReplaySession, writer_alive
+from memprobe_engine.replay.session import writer_alive
 
 _TAIL = 1 << 16
 
@@ -92,26 +88,3 @@ def list_recordings(folder: Path | str) -> list[RecordingEntry]:
         return [describe_recording(root)]
     found = [describe_recording(p) for p in sorted(root.iterdir()) if p.is_dir() and (p / HEADER_FILE).exists()]
     return sorted(found, key=lambda e: e.created, reverse=True)
-
-
-def headline(path: Path) -> dict[str, float | None]:
-    """B per access mode over the systems under test — baselines (nomem) left out, unless the
-    recording holds nothing else (one index pass; run it in a worker)."""
-
-    return headline_and_damage(path)[0]
-
-
-def headline_and_damage(path: Path) -> tuple[dict[str, float | None], DamageReport | None]:
-    """The headline B (a protocol-B run: ``accuracy``) and the recording's integrity check (the same one ``recording verify`` and
-    the replay banner run), from one open; None for the check when the recording does not open."""
-    try:
-        session = ReplaySession.open(path)
-    except MemProbeError:
-        return {}, None
-    try:
-        session.build_index()
-        if is_paradigm_recording(session):  # protocol B: probe accuracy pooled over every system's probes
-            return {"accuracy": system_accuracy(episode_rows(session)).accuracy}, session.integrity
-        return headline_without_baselines(score_board(session))[0], session.integrity
-    finally:
-        session.close()

@@ -5,7 +5,6 @@ Kept in the engine (no styling) so a UI, a log or a test can say what an event w
 
 from __future__ import annotations
 
-
 import orjson
 
 from memprobe_engine.events.union import AnyEvent

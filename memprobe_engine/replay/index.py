@@ -2,11 +2,11 @@
 
 The reader already knows where every line starts; this pass asks it, window by window, for the few
 kinds the replay UI needs up front (span begin/end, run start/end, episode ends, preference
-judgments, footprints, slot-fills, judge scores, attribution, errors) in its fast dict mode, so lines
-of other kinds (the bulk: messages, LLM calls, memory ops) are never decoded; they are read lazily
-when a screen shows them. Slot-fills, judge scores and attribution labels are validated and folded
-into :class:`~memprobe_engine.recovery.outcomes.OutcomeFold` (the report's fold) as they arrive,
-so the overview needs no second pass and keeps no dict per scoring event. The span tree follows the rules of ``events/spans.py``: a reused span id
+judgments, footprints, errors, and the kinds its protocol's folds ask for) in its fast dict mode, so
+lines of other kinds (the bulk: messages, LLM calls, memory ops) are never decoded; they are read
+lazily when a screen shows them. A protocol's scoring events are validated and handed to its
+:class:`IndexFold` (protocol A's outcomes fold, the report's own) as they arrive, so an overview
+needs no second pass and keeps no dict per scoring event. The span tree follows the rules of ``events/spans.py``: a reused span id
 or a parent not opened before is filed as a bad line and never linked, so no walk can loop. The pass
 reports progress, can be stopped between windows, and can be resumed from where it stopped, which is
 how a followed live recording is kept current. It never touches the reader's event cache, so it may
@@ -19,18 +19,16 @@ import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from memprobe_engine.events.reader import DamagedEvent, RecordingReader
-from memprobe_engine.events.scoring import AttributionLabel, JudgeScore, SlotFill
 from memprobe_engine.events.spans import SpanTree
 from memprobe_engine.events.union import AnyEvent
-from memprobe_engine.recovery.outcomes import OutcomeFold
 
 #: Kinds parsed during the pass; everything else stays undecoded until shown.
 INDEXED_KINDS: tuple[str, ...] = (
     "span_begin", "span_end", "run_start", "run_end", "error", "episode_end", "preference_judgment",
-    "memory_footprint", "slot_fill", "judge_score", "attribution_label",
+    "memory_footprint",
 )
 #: The fields kept per kind: only what overview numbers need, so a million-event run's index stays
 #: small (texts such as reasons are read from the event's line when a screen shows them).
@@ -41,12 +39,29 @@ _KEEP: dict[str, tuple[str, ...]] = {
     "episode_end": ("seq", "span_id", "user_id", "system", "task_index", "end_reason", "turns"),
     "memory_footprint": ("seq", "user_id", "system", "n_items", "mean_chars"),
 }
-#: Scoring kinds: validated and folded into :attr:`RunIndex.outcomes` (not kept as dicts).
-_OUTCOME_KINDS = frozenset({"slot_fill", "judge_score", "attribution_label"})
 _WINDOW_LINES = 5_000  # lines per step: bounds progress and stop latency, and the parsed dicts held at once (RSS)
 
 Progress = Callable[[int, int], None]
 StopFlag = Callable[[], bool]
+
+
+class IndexFold(Protocol):
+    """A protocol's running summary of its own events, kept current by the index pass (no second pass,
+    no dict kept per event). Attached to a session's index by name (:meth:`RunIndex.attach`)."""
+
+    #: The event kinds the pass validates and hands to :meth:`add`.
+    kinds: frozenset[str]
+
+    def add(self, event: AnyEvent) -> None:
+        """Take in one validated event of :attr:`kinds`, in recording order."""
+        ...
+
+    def add_span(self, span: SpanRec) -> None:
+        """Take in one span as it opens (span fields are checked, not validated into models)."""
+        ...
+
+
+FoldT = TypeVar("FoldT", bound=IndexFold)
 
 
 @dataclass(slots=True)
@@ -88,9 +103,8 @@ class RunIndex:
     #: one event per turn, and per unit *attempt*, so a re-run unit's earlier attempt is not counted.
     preference: dict[tuple[str, int], list[float]] = field(default_factory=dict)
     bad_lines: dict[int, str] = field(default_factory=dict)
-    #: The current outcome of every recovery case (slot-fill, judge score and re-scores, label,
-    #: category), folded as lines arrive by the same fold the report uses.
-    outcomes: OutcomeFold = field(default_factory=OutcomeFold, repr=False)
+    #: Protocol folds by name (e.g. protocol A's outcomes), fed as lines arrive.
+    folds: dict[str, IndexFold] = field(default_factory=dict, repr=False)
     #: The span tree's rules (events/spans.py): a reused id or a parent not opened before is damage.
     tree: SpanTree = field(default_factory=SpanTree, repr=False)
     scanned_lines: int = 0
@@ -138,6 +152,28 @@ class RunIndex:
             stack.extend(self.spans[current].children or ())
         return out
 
+    def kinds(self) -> tuple[str, ...]:
+        """The kinds a pass decodes: the index's own and every attached fold's."""
+        extra = sorted({kind for fold in self.folds.values() for kind in fold.kinds} - set(INDEXED_KINDS))
+        return (*INDEXED_KINDS, *extra)
+
+    def attach(self, name: str, fold: FoldT, reader: RecordingReader) -> FoldT:
+        """The fold attached under ``name``; ``fold`` is attached first when none is, and brought up to
+        the lines already indexed (one kind-filtered scan of them), so later passes keep it current."""
+        with self.lock:
+            found = self.folds.get(name)
+            if isinstance(found, type(fold)):
+                return found
+            if found is not None:
+                raise TypeError(f"index fold {name!r} is a {type(found).__name__}, not a {type(fold).__name__}")
+            for rec in sorted(self.spans.values(), key=lambda r: r.line):
+                fold.add_span(rec)
+            for at, data in reader.iter_dicts(tuple(fold.kinds), 0, self.scanned_lines):
+                if (event := _validated(reader, at, data)) is not None:
+                    fold.add(event)
+            self.folds[name] = fold
+            return fold
+
     def find_child(self, span: SpanRec, kind: str, **attrs: object) -> SpanRec | None:
         for child in self.children(span, kind):
             if all(child.attrs.get(k) == v for k, v in attrs.items()):
@@ -158,22 +194,26 @@ def extend_run_index(index: RunIndex, reader: RecordingReader, progress: Progres
     if start_line >= total:
         return 0
     line = start_line
+    kinds = index.kinds()
+    fold_of_kind = {kind: [fold for fold in index.folds.values() if kind in fold.kinds] for kind in kinds}
     while line < total:
         if should_stop is not None and should_stop():
             break
         stop_line = min(total, line + _WINDOW_LINES)
         found: list[tuple[int, dict[str, Any], AnyEvent | None]] = []
-        for at, data in reader.iter_dicts(INDEXED_KINDS, line, stop_line):
+        for at, data in reader.iter_dicts(kinds, line, stop_line):
             if data["kind"] in _SPAN_KINDS:
                 found.append((at, data, None))
             elif (event := _validated(reader, at, data)) is not None:
                 found.append((at, data, event))
         with index.lock:
             for at, data, event in found:
-                if isinstance(event, (SlotFill, JudgeScore, AttributionLabel)):
-                    index.outcomes.add(event)
-                else:
-                    _absorb(index, data, at)
+                if event is not None and fold_of_kind[event.kind]:
+                    for fold in fold_of_kind[event.kind]:
+                        fold.add(event)
+                    if event.kind not in INDEXED_KINDS:
+                        continue
+                _absorb(index, data, at)
             index.scanned_lines = line = stop_line
         if progress is not None:
             progress(line, total)
@@ -278,12 +318,8 @@ def _begin(index: RunIndex, data: dict[str, Any], line: int) -> None:
         index.roots.append(span_id)
     if rec.kind == "unit" and rec.user_id and rec.system:
         index.units.setdefault((rec.user_id, rec.system), []).append(span_id)
-    elif rec.kind in ("dimension", "episode"):
-        # The outcomes fold's category rule, fed from the checked span fields (spans are many: they
-        # are not validated into SpanBegin models).
-        dimension, category = rec.dimension or rec.attrs.get("dimension"), rec.attrs.get("category")
-        if isinstance(dimension, str) and isinstance(category, str):
-            index.outcomes.add_category(rec.system, rec.user_id, dimension, category)
+    for fold in index.folds.values():
+        fold.add_span(rec)
 
 
 def build_run_index(reader: RecordingReader, progress: Progress | None = None,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,7 +20,7 @@ from memprobe_engine.events.integrity import QUICK_CHECK_ABOVE, check_recording
 from memprobe_engine.events.reader import DamagedEvent, DamageReport, RecordingReader, open_recording
 from memprobe_engine.events.union import AnyEvent
 from memprobe_engine.memory.timeline import Items, StoreDiff, StoreTimeline, store_diff
-from memprobe_engine.replay.index import Progress, RunIndex, StopFlag, extend_run_index
+from memprobe_engine.replay.index import IndexFold, Progress, RunIndex, StopFlag, extend_run_index
 
 
 @dataclass(frozen=True)
@@ -64,9 +65,9 @@ class Damage:
 class ReplaySession:
     """One open recording plus what the replay has learned about it. Use :meth:`open`."""
 
-    def __init__(self, reader: RecordingReader) -> None:
+    def __init__(self, reader: RecordingReader, folds: Mapping[str, IndexFold] | None = None) -> None:
         self.reader = reader
-        self.index = RunIndex()
+        self.index = RunIndex(folds=dict(folds or {}))
         self.timeline = StoreTimeline(reader)
         self._read_lock = threading.RLock()
         self._pass_lock = threading.Lock()
@@ -80,9 +81,11 @@ class ReplaySession:
         self.integrity: DamageReport | None = None
 
     @classmethod
-    def open(cls, directory: Path | str) -> ReplaySession:
-        """Open a recording; raises RecordingError (a user-facing message) if it is not one."""
-        return cls(open_recording(directory))
+    def open(cls, directory: Path | str, folds: Mapping[str, IndexFold] | None = None) -> ReplaySession:
+        """Open a recording; raises RecordingError (a user-facing message) if it is not one. ``folds`` are
+        the recording's protocol's index folds (``memprobe_engine.protocols.open_session`` passes them),
+        fed by the first pass; a fold asked for later is attached then, at the cost of one more scan."""
+        return cls(open_recording(directory), folds)
 
     # -- identity ------------------------------------------------------------------------------
     @property

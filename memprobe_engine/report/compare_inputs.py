@@ -97,7 +97,8 @@ def header_differences(base: RecordingHeader, other: RecordingHeader) -> list[st
     for key in sorted(set(a.inputs) | set(b.inputs)):
         if a.inputs.get(key) != b.inputs.get(key):
             lines.append(f"input {key}: {a.inputs.get(key, '(absent)')} vs {b.inputs.get(key, '(absent)')}")
-    changed = sorted(k for k in set(a.prompts) | set(b.prompts) if a.prompts.get(k) != b.prompts.get(k))
+    # A run records the templates it can use; one only the other protocol or version records is not a change.
+    changed = sorted(k for k in set(a.prompts) & set(b.prompts) if a.prompts[k] != b.prompts[k])
     if changed:
         shown = ", ".join(changed[:4]) + (f" and {len(changed) - 4} more" if len(changed) > 4 else "")
         lines.append(f"prompt templates differ ({len(changed)}): {shown}")
@@ -114,3 +115,16 @@ def header_differences(base: RecordingHeader, other: RecordingHeader) -> list[st
 def run_differences(base: Selection, other: Selection) -> list[str]:
     """:func:`header_differences` of the two selections' recordings."""
     return header_differences(read_header(base.path), read_header(other.path))
+
+
+def pair_systems(base: Selection, base_systems: list[str], other: Selection,
+                 other_systems: list[str]) -> list[tuple[str, str]]:
+    """One to one when each side has one system, else the systems both runs hold, by name."""
+    if len(base_systems) == 1 and len(other_systems) == 1:
+        return [(base_systems[0], other_systems[0])]
+    common = sorted(set(base_systems) & set(other_systems))
+    if not common:
+        raise ConfigError(f"{base.name} ({', '.join(base_systems) or 'no scores'}) and {other.name} "
+                          f"({', '.join(other_systems) or 'no scores'}) share no system; pick one of each with "
+                          f"REC:SYSTEM.")
+    return [(s, s) for s in common]

@@ -2,7 +2,7 @@
 
 * :func:`paired_bootstrap` — a percentile 95 % interval of a mean paired difference, resampling the
   pairs (users in protocol A) with replacement; the same seed and resample count as protocol B's
-  episode bootstrap (:mod:`memprobe_engine.paradigms.metrics`), so runs are reproducible.
+  episode bootstrap, so runs are reproducible.
 * :func:`mcnemar_exact` — the exact two-sided McNemar test on discordant pairs: under no change
   the ``b`` cases recovered only in one run and the ``c`` recovered only in the other are a
   Binomial(b + c, ½) split; p doubles the smaller tail, capped at 1.
@@ -19,11 +19,31 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from memprobe_engine.paradigms.metrics import N_RESAMPLES, SEED
-from memprobe_engine.recovery.calibration.agreement import level_index, linear_weighted_kappa
+#: Bootstrap resamples and seed of every paired interval (protocol B's episode bootstrap uses the same).
+N_RESAMPLES = 2000
+SEED = 20260101
 
 #: The judge's five-level rubric, in order.
 JUDGE_LEVELS: tuple[float, ...] = (0.0, 0.25, 0.5, 0.75, 1.0)
+def level_index(score: float, levels: Sequence[float] = JUDGE_LEVELS) -> int:
+    """The index of the level nearest ``score`` (so 0.7499999 reads as 0.75)."""
+    return int(min(range(len(levels)), key=lambda i: abs(levels[i] - score)))
+
+
+def linear_weighted_kappa(reference: Sequence[int], candidate: Sequence[int], levels: int = 5) -> float:
+    """Cohen's kappa with linear disagreement weights |i − j| / (levels − 1)."""
+    table = np.zeros((levels, levels))
+    for r, c in zip(reference, candidate):
+        table[r, c] += 1
+    total = table.sum()
+    if total == 0:
+        return float("nan")
+    weights = np.abs(np.subtract.outer(np.arange(levels), np.arange(levels))) / (levels - 1)
+    observed = (weights * table).sum() / total
+    expected = (weights * np.outer(table.sum(1), table.sum(0))).sum() / total ** 2
+    return float(1.0 - observed / expected) if expected > 0 else float("nan")
+
+
 #: A case counts as recovered at or above this score (the paper's flip threshold).
 RECOVERED_AT = 0.75
 

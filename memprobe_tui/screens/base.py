@@ -11,7 +11,6 @@ import traceback
 from typing import ClassVar, cast
 
 from rich.text import Text
-
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType

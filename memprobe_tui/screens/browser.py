@@ -17,8 +17,8 @@ from textual.binding import Binding, BindingType
 from textual.widgets import DataTable
 from textual.worker import get_current_worker
 
-from memprobe_engine.replay import RecordingEntry, ReplaySession, list_recordings
-from memprobe_engine.replay.catalog import headline_and_damage
+from memprobe_engine.replay import RecordingEntry, list_recordings
+from memprobe_engine.protocols import headline_and_damage, headline_text, open_session
 from memprobe_tui.messages import Loaded
 from memprobe_tui.screens.base import ReplayScreen
 from memprobe_tui.widgets.table_fill import fill_table
@@ -117,7 +117,8 @@ the rows; Enter opens a recording.
             if entry.problem is None and self._seen.get(entry.path) != state:
                 self._seen[entry.path] = state  # an unchanged recording keeps its headline
                 board, damage = headline_and_damage(entry.path)
-                self.post_message(Loaded("headline", (entry.path, board, damage)))
+                text = headline_text(entry.path, board)
+                self.post_message(Loaded("headline", (entry.path, text, damage)))
 
     @on(Loaded)
     def _loaded(self, message: Loaded) -> None:
@@ -132,11 +133,8 @@ the rows; Enter opens a recording.
         elif message.what == "session":
             self.nav.open_overview(message.data)
         elif message.what == "headline":
-            path, b, damage = message.data
-            if "accuracy" in b:  # a protocol-B run: its probe accuracy
-                self.headlines[path] = "acc " + ("—" if b["accuracy"] is None else f"{b['accuracy']:.3f}")
-            else:
-                self.headlines[path] = "/".join("—" if b.get(m) is None else f"{b[m]:.3f}" for m in ("dump_all", "retrieve"))
+            path, text, damage = message.data
+            self.headlines[path] = text
             if damage is not None and not damage.clean:
                 # The same counts as `memprobe recording verify` and the replay banner.
                 self.damage[path] = damage.count
@@ -168,4 +166,4 @@ the rows; Enter opens a recording.
     @work(thread=True, exclusive=True, group="open", exit_on_error=False, name="open recording")
     def _open(self, path: Path) -> None:
         # Opening indexes line offsets (a quarter second per million events): off the UI thread.
-        self.post_message(Loaded("session", ReplaySession.open(path)))
+        self.post_message(Loaded("session", open_session(path)))

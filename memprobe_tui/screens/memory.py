@@ -16,8 +16,8 @@ from textual.widgets import DataTable, Input, Static
 from memprobe_engine.errors import MemProbeError
 from memprobe_engine.replay import ReplaySession, StepRef, step_seq_range
 from memprobe_engine.replay.memory_view import StoreView, item_history, item_writes, matches, store_view
-from memprobe_engine.replay.paradigm_queries import is_paradigm_recording
-from memprobe_engine.replay.store_steps import labeller, step_labeller, store_steps
+from memprobe_engine.replay.store_steps import Labelled, labeller
+from memprobe_tui.protocols import read_spec
 from memprobe_tui.messages import Loaded
 from memprobe_tui.render import item_detail
 from memprobe_tui.screens.base import ReplayScreen
@@ -121,7 +121,8 @@ full screen with z. Esc returns to the transcript at the turn shown here.
         except MemProbeError as err:  # damage before this point: say so here, and let n/p move on
             self.post_message(Loaded("store_failed", (seqs, op_seqs, str(err))))
             raise  # the toast (base screen) names the file and the fix
-        label = self.label or step_labeller(self.session, self.user_id, self.system)
+        spec = read_spec(self.session)
+        label = self.label or labeller(self.session, self._labelled(), spec.after_steps)
         writes = item_writes(self.session, self.user_id, self.system, seqs[1])
         written = {}
         for row in view.rows:
@@ -161,8 +162,11 @@ full screen with z. Esc returns to the transcript at the turn shown here.
             self._show_item()
 
     # -- drawing -------------------------------------------------------------------------------
+    def _labelled(self, short: bool = True) -> Labelled:
+        return read_spec(self.session).store_steps(self.session, self.user_id, self.system, short=short)
+
     def _steps(self) -> list[StepRef]:
-        return [step for step, _ in store_steps(self.session, self.user_id, self.system)]
+        return [step for step, _ in self._labelled()]
 
     def _step_ranges(self) -> list[tuple[int, int]]:
         """(first seq, last seq) of every step, kept while the index learns no new line: reading two
@@ -175,17 +179,14 @@ full screen with z. Esc returns to the transcript at the turn shown here.
     def _where(self, seq: int) -> str:
         if seq < 0 or self.session.line_of_seq(seq) is None:
             return "start"
-        steps = store_steps(self.session, self.user_id, self.system, short=False)
-        return labeller(self.session, steps, "recovery" if steps and not is_paradigm_recording(self.session)
-                        else "after the probes")(seq)
+        steps = self._labelled(short=False)
+        return labeller(self.session, steps, read_spec(self.session).final_step if steps else "after the probes")(seq)
 
     def _empty_note(self) -> str:
         """Why a store with no memory operations is empty (not a failure to rebuild it)."""
-        config = self.session.header.config
-        protocol = (config.get("input_protocols") or {}).get(self.system)
-        if protocol == "full_context":
-            return (f"{self.system} keeps no memory store: its input protocol is full_context, so the reader is "
-                    "given the whole dialogue at each probe instead of retrieved items.")
+        note = read_spec(self.session).empty_store_note(self.session.header, self.system)
+        if note is not None:
+            return note
         return f"{self.system} recorded no memory operation for {self.user_id}: it keeps no store (e.g. nomem)."
 
     def _redraw(self) -> None:

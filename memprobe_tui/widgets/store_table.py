@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from rich.text import Text
 from textual.geometry import Size
 from textual.reactive import Reactive
-from typing import ClassVar
 
 from memprobe_engine.replay.memory_view import StoreRow, item_text
 from memprobe_tui.widgets.fixed_region import content_size_changed

@@ -9,10 +9,11 @@ from memprobe_engine.events.recorder import Recorder
 from memprobe_engine.events.scoring import JudgeScore, SlotFill
 from memprobe_engine.events.writer import open_writer
 from memprobe_engine.recovery.case_material import DialogueTurn, evidence_turns
+from memprobe_engine.recovery.read import dimension_detail
 from memprobe_engine.recovery.rescore import Case, gather
-from memprobe_engine.replay import ReplaySession, dimension_detail
 from tests.functional.recovery_oracle import RecoveryOracle, plan_for
 from tests.functional.test_recovery_run import USER, dims, run
+from memprobe_engine.protocols import open_session
 
 SYSTEM = "longctx_full"
 
@@ -32,7 +33,7 @@ def test_the_inspector_shows_what_a_rescore_hands_the_slot_filler(tmp_path: Path
         recorder.emit(SlotFill(mode="dump_all", label="x"))
         recorder.emit(JudgeScore(mode="dump_all", score=1.0, rescore_of=before.original_score_seq))
     writer.close()
-    session = ReplaySession.open(record)
+    session = open_session(record)
     try:
         session.build_index()
         detail = dimension_detail(session, USER, SYSTEM, dimension)

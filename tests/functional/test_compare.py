@@ -18,12 +18,12 @@ from memprobe_engine.events.header import read_header
 from memprobe_engine.llm.config import LLMConfig
 from memprobe_engine.llm.spec import parse_spec
 from memprobe_engine.recovery.inputs import load_user
+from memprobe_engine.recovery.read.compare import compare_recovery
+from memprobe_engine.recovery.read.frames import load_frames
+from memprobe_engine.recovery.read.tables import table3
 from memprobe_engine.recovery.rollout import RolloutSettings
 from memprobe_engine.recovery.runner import RecoveryPlan, run_recovery
-from memprobe_engine.report.compare_a import compare_recovery
 from memprobe_engine.report.compare_inputs import Selection, parse_selection
-from memprobe_engine.report.frames import load_frames
-from memprobe_engine.report.tables import table3
 from tests.functional import recovery_oracle
 from tests.functional.recovery_oracle import RecoveryOracle, plan_for
 

@@ -10,10 +10,10 @@ from typer.testing import CliRunner
 
 from memprobe_engine.cli import app
 from memprobe_engine.events.checksum import unseal
-from memprobe_engine.replay.catalog import headline_and_damage
-from memprobe_engine.replay.session import ReplaySession
-from memprobe_engine.report.frames import load_frames
+from memprobe_engine.recovery.read.frames import load_frames
+from memprobe_engine.protocols import headline_and_damage
 from tests.synthetic import generic_users, write_synthetic_run
+from memprobe_engine.protocols import open_session
 
 
 def _damaged_recording(directory: Path) -> tuple[int, int]:
@@ -47,7 +47,7 @@ def test_verify_report_browser_and_tui_name_the_same_damage(tmp_path: Path) -> N
     _, browser = headline_and_damage(record)
     assert browser is not None and sorted(browser.bad_lines) == [garbled, flipped]
 
-    session = ReplaySession.open(record)
+    session = open_session(record)
     try:
         session.build_index()
         damage = session.damage()

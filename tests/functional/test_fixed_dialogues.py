@@ -25,13 +25,14 @@ from memprobe_engine.events.reader import open_recording
 from memprobe_engine.imports import import_release_a
 from memprobe_engine.recovery.dialogue_source import DialogueSource, parse_source
 from memprobe_engine.recovery.fixed_dialogues import load_dialogues
+from memprobe_engine.recovery.read.frames import load_frames
+from memprobe_engine.recovery.read.render import render_table2
+from memprobe_engine.recovery.read.tables import table2
 from memprobe_engine.recovery.rollout import RolloutSettings
-from memprobe_engine.report.frames import load_frames
-from memprobe_engine.report.render import render_table2
-from memprobe_engine.report.tables import table2
 from memprobe_engine.recovery.runner import RecoveryPlan, run_recovery
 from tests.functional.recovery_oracle import RecoveryOracle, plan_for
 from tests.functional.test_recovery_run import SESSIONS, USER, config, dims
+from memprobe_engine.protocols import open_session
 
 ROOT = Path(__file__).resolve().parents[2]
 RELEASE = ROOT / "tests" / "fixtures" / "release-sample-A"
@@ -205,11 +206,10 @@ def test_a_killed_fixed_run_resumes_without_repeating_a_call(tmp_path: Path) -> 
 def test_the_replay_overview_leaves_a_and_c_undefined_for_a_fixed_run() -> None:
     """The shipped make-demo run (fixed dialogues): the TUI's overview agrees with the report — B as
     scored, A, C and D undefined (never 0); a live recording still gets its A and C."""
-    from memprobe_engine.replay.scores import score_board
-    from memprobe_engine.replay.session import ReplaySession
+    from memprobe_engine.recovery.read.scores import score_board
 
     for name, live in (("sample-quick-fixed-user_001", False), ("sample-quick-sim_01", True)):
-        session = ReplaySession.open(ROOT / "recordings" / name)
+        session = open_session(ROOT / "recordings" / name)
         session.build_index()
         mine = score_board(session).system_means("longctx_full")
         row = table2(load_frames([ROOT / "recordings" / name])).set_index("system").loc["longctx_full"]
@@ -224,9 +224,9 @@ def test_the_replay_overview_leaves_a_and_c_undefined_for_a_fixed_run() -> None:
 def test_a_run_judged_by_the_calibrated_judge_makes_no_judge_call_and_rescore_keeps_it(tmp_path: Path) -> None:
     """--recovery-judge calibrated: every judged fill is scored by the shipped cross-encoder (named on the
     score, recorded in the header), no recovery_judge call is made, and a re-score uses the same judge."""
+    from memprobe_engine.llm.client import ChatClient
     from memprobe_engine.recovery.cross_judge import DEFAULT_JUDGE
     from memprobe_engine.recovery.rescore import Case, rescore
-    from memprobe_engine.llm.client import ChatClient
 
     chosen = dims(3)
     source = parse_source(str(live_source(tmp_path, chosen)))

@@ -14,7 +14,8 @@ from memprobe_engine.errors import ConfigError
 from memprobe_engine.events.paradigms import ProbeAnswer, ProbeScore
 from memprobe_engine.events.reader import open_recording
 from memprobe_engine.imports.release_b import import_release_b
-from memprobe_engine.report.paradigm_frames import load_paradigm_frames
+from memprobe_engine.paradigms.read.frames import load_paradigm_frames
+from memprobe_engine.protocols import open_session
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "release-b"
 
@@ -100,8 +101,7 @@ def test_agreement_with_real_upstream_labels(tmp_path: Path) -> None:
 
 
 def test_imported_episodes_carry_their_payload_so_the_replay_shows_gold(tmp_path: Path) -> None:
-    from memprobe_engine.replay import ReplaySession
-    from memprobe_engine.replay.paradigm_probe import probe_detail
+    from memprobe_engine.paradigms.read.probe import probe_detail
 
     import_release_b(FIXTURE, tmp_path / "out")
     rec = tmp_path / "out" / "recordings" / "baselines_report_amem_qwen3__amem_full"
@@ -109,7 +109,7 @@ def test_imported_episodes_carry_their_payload_so_the_replay_shows_gold(tmp_path
         spans = [e for e in reader.iter_events(kinds=["span_begin"]) if e.span_kind == "episode"]
     with_payload = {s.attrs["episode_id"] for s in spans if s.attrs.get("inputs_ref")}
     assert "PILOT-01A" in with_payload and "PILOT-77X" not in with_payload   # 77X is not in data/
-    session = ReplaySession.open(rec)
+    session = open_session(rec)
     try:
         session.build_index()
         detail = probe_detail(session, "PILOT-01A", "amem_full", 0)

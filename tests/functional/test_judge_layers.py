@@ -12,15 +12,14 @@ import shutil
 from pathlib import Path
 
 import pytest
-
 from typer.testing import CliRunner
 
 from memprobe_engine.cli import app
 from memprobe_engine.errors import ConfigError
 from memprobe_engine.events.base import check_layer_name
 from memprobe_engine.events.reader import open_recording
-from memprobe_engine.report.compare_layers import compare_layers
-from memprobe_engine.report.frames import load_frames
+from memprobe_engine.recovery.read.compare_layers import compare_layers
+from memprobe_engine.recovery.read.frames import load_frames
 
 SHIPPED = Path(__file__).resolve().parents[2] / "recordings" / "release-a-user_001-amem"
 

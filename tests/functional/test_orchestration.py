@@ -49,6 +49,10 @@ class EchoProtocol:
 
     suite = "echo"
     resume_kinds: tuple[str, ...] = ()
+    prompt_modules: tuple[str, ...] = ()
+
+    def input_hashes(self, config: dict[str, Any]) -> dict[str, str]:
+        return {}
 
     def __init__(self, words: list[str], systems: list[str], shard: tuple[int, int] = (0, 1)) -> None:
         self.words, self.systems, self.shard = words, systems, shard

@@ -23,10 +23,10 @@ from memprobe_engine.events.reader import open_recording
 from memprobe_engine.llm.config import LLMConfig
 from memprobe_engine.llm.spec import parse_spec
 from memprobe_engine.llm.types import ChatRequest
+from memprobe_engine.memory import memoryos_prompts
 from memprobe_engine.paradigms import reader
 from memprobe_engine.paradigms.runner import ParadigmPlan, describe_plan, run_paradigms
 from tests.doubles import BagOfWordsEmbedder
-from memprobe_engine.memory import memoryos_prompts
 from tests.functional.test_five_systems import FiveSystemOracle
 from tests.unit.test_memoryos import reply as memoryos_reply
 

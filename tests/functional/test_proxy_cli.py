@@ -20,8 +20,8 @@ from memprobe_engine.events.header import HEADER_FILE
 from memprobe_engine.llm.client import ChatClient
 from memprobe_engine.llm.config import load_llm_config
 from memprobe_engine.llm.proxy import RecordingProxy
-from memprobe_engine.replay import ReplaySession
 from tests.doubles import BagOfWordsEmbedder, ScriptedBackend, read_events
+from memprobe_engine.protocols import open_session
 
 MEMPROBE = str(Path(sys.executable).with_name("memprobe"))
 
@@ -87,8 +87,8 @@ async def test_proxy_records_a_plain_openai_script_resumes_after_sigkill_and_rep
 
     from memprobe_tui.app import MemProbeApp
 
-    session = ReplaySession.open(record)
-    app = MemProbeApp(session=session, rescore=None)
+    session = open_session(record)
+    app = MemProbeApp(session=session, live={"rescore": None})
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.app.workers.wait_for_complete()
         await pilot.pause()

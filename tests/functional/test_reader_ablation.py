@@ -16,9 +16,9 @@ from memprobe_engine.events.paradigms import ProbeAnswer, ProbeScore
 from memprobe_engine.events.reader import open_recording
 from memprobe_engine.llm.types import ChatRequest
 from memprobe_engine.paradigms import reader
-from memprobe_engine.replay.reader_ablation import ablate_reader
-from memprobe_engine.report.paradigm_report import paradigm_report
-from memprobe_engine.report.reader_table import spearman
+from memprobe_engine.paradigms.read.reader_table import spearman
+from memprobe_engine.paradigms.read.report import paradigm_report
+from memprobe_engine.paradigms.reader_ablation import ablate_reader
 from tests.functional.test_paradigm_run import ANSWERS, ParadigmOracle, _config, _run
 
 SYSTEMS = ["full_context", "naive_rag", "latest_value"]

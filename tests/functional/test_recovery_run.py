@@ -12,7 +12,6 @@ import time
 from collections import Counter
 from pathlib import Path
 
-
 from memprobe_engine.events.reader import open_recording
 from memprobe_engine.llm.config import LLMConfig
 from memprobe_engine.llm.spec import parse_spec
@@ -167,8 +166,8 @@ def test_documented_example_plugin_runs_a_recovery_session(tmp_path: Path) -> No
 
 def test_rescore_appends_beside_the_original(tmp_path: Path) -> None:
     from memprobe_engine.llm.client import ChatClient
+    from memprobe_engine.recovery.read.frames import load_frames
     from memprobe_engine.recovery.rescore import Case, rescore
-    from memprobe_engine.report.frames import load_frames
     from tests.functional import recovery_oracle
 
     chosen = dims(2)

@@ -18,7 +18,7 @@ from typing import Any
 from rich.console import Console
 
 from memprobe_engine.imports.release_b import import_release_b
-from memprobe_engine.report.paradigm_report import paradigm_report
+from memprobe_engine.paradigms.read.report import paradigm_report
 
 REAL = Path(__file__).resolve().parents[1] / "fixtures" / "release-b-real"
 REPORTS = ("mem0_qwen3", "graphiti_qwen3", "amem_qwen3", "gpt54_v2")

@@ -21,8 +21,8 @@ from memprobe_engine.errors import ConfigError, LLMError
 from memprobe_engine.events.header import new_header
 from memprobe_engine.events.integrity import check_recording
 from memprobe_engine.events.reader import open_recording
-from memprobe_engine.orchestration.lifecycle import recorded_run
 from memprobe_engine.llm.types import ChatRequest, ChatResult
+from memprobe_engine.orchestration.lifecycle import recorded_run
 from memprobe_engine.recovery.runner import run_recovery
 from tests.doubles import read_events
 from tests.functional.recovery_oracle import RecoveryOracle, plan_for

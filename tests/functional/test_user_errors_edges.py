@@ -11,16 +11,16 @@ import json
 import os
 import re
 import shutil
-import threading
-import types
 import subprocess
 import sys
-from pathlib import Path
-
-import pytest
+import threading
+import types
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
+
+import pytest
 
 #: A command's progress lines on a non-terminal stderr ("[10:20:20] run: 0 units · …"), printed
 #: before the work starts; the error line is what follows them.

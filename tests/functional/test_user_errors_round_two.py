@@ -13,8 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.functional.test_user_errors_edges import (SAMPLE_RECORDING, SESSIONS, Result, child, memprobe,
-                                                     one_line_error)
+from tests.functional.test_user_errors_edges import SAMPLE_RECORDING, SESSIONS, Result, child, memprobe, one_line_error
 
 __all__ = ["memprobe"]  # the fixture, shared with the first half of the suite
 

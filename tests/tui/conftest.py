@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from memprobe_engine.replay import ReplaySession, RescoreFunction
+from memprobe_engine.recovery.read import RescoreFunction
 from memprobe_tui.app import MemProbeApp
+from memprobe_engine.protocols import open_session
 
 os.environ["TZ"] = "UTC"
 time.tzset()
@@ -27,7 +28,7 @@ TRUNCATED = FIXTURES / "truncated"
 
 def make_app(path: Path = RUN, rescore: RescoreFunction | None = None) -> MemProbeApp:
     """An app replaying ``path`` with no user keymap (tests must not read ~/.config)."""
-    return MemProbeApp(session=ReplaySession.open(path), rescore=rescore, keymap_path=None)
+    return MemProbeApp(session=open_session(path), live={"rescore": rescore}, keymap_path=None)
 
 
 @pytest.fixture

@@ -8,21 +8,21 @@ from pathlib import Path
 import pytest
 from textual.screen import Screen
 
-from memprobe_engine.replay import ReplaySession
 from memprobe_tui.app import SCREENS, MemProbeApp, known_binding_ids
 from memprobe_tui.keymap import load_keymap
-from memprobe_tui.screens.dimension import DimensionScreen
+from memprobe_tui.recovery.dimension import DimensionScreen
+from memprobe_tui.recovery.overview import OverviewScreen
+from memprobe_tui.recovery.transcript import TranscriptScreen
 from memprobe_tui.screens.help import HelpScreen
-from memprobe_tui.screens.overview import OverviewScreen
-from memprobe_tui.screens.transcript import TranscriptScreen
 from memprobe_tui.widgets.detail_log import DetailLog
+from memprobe_engine.protocols import open_session
 
 from .conftest import RUN
 from .helpers import settle
 
 
 def _app(keymap: Path | None = None, no_color: bool = False) -> MemProbeApp:
-    return MemProbeApp(session=ReplaySession.open(RUN), rescore=None, keymap_path=keymap, no_color=no_color)
+    return MemProbeApp(session=open_session(RUN), live={"rescore": None}, keymap_path=keymap, no_color=no_color)
 
 
 def test_every_binding_has_an_id_and_a_description() -> None:

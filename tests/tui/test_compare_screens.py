@@ -15,10 +15,10 @@ import pytest
 from textual.pilot import Pilot
 from textual.widgets import Static
 
-from memprobe_engine.replay import ReplaySession
-from memprobe_tui.compare_app import CompareApp
-from memprobe_tui.screens.compare import CaseCompareScreen, CompareScreen
+from memprobe_tui.recovery.compare import CaseCompareScreen, CompareScreen
+from memprobe_tui.recovery.compare_app import CompareApp
 from memprobe_tui.widgets.table_search import SearchableTable, row_texts
+from memprobe_engine.protocols import open_session
 
 from .conftest import REPO
 from .helpers import settle
@@ -29,8 +29,8 @@ Steps = Callable[[Pilot[None]], Awaitable[None]]
 
 
 def compare_app() -> CompareApp:
-    return CompareApp(session=ReplaySession.open(BASE.relative_to(REPO)), other=ReplaySession.open(OTHER.relative_to(REPO)),
-                      rescore=None, keymap_path=None)
+    return CompareApp(session=open_session(BASE.relative_to(REPO)), other=open_session(OTHER.relative_to(REPO)),
+                      live={"rescore": None}, keymap_path=None)
 
 
 async def test_a_regressed_case_side_by_side_in_two_keystrokes_at_80x24(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -9,12 +9,12 @@ from textual.pilot import Pilot
 from textual.widgets import Static
 
 from memprobe_engine.paradigms.metrics import system_metrics
-from memprobe_engine.replay import ReplaySession
-from memprobe_engine.replay.paradigm_queries import episode_rows
-from memprobe_engine.report.paradigm_frames import load_paradigm_frames
+from memprobe_engine.paradigms.read.frames import load_paradigm_frames
+from memprobe_engine.paradigms.read.queries import episode_rows
 from memprobe_tui.app import MemProbeApp
-from memprobe_tui.screens.paradigm_overview import ParadigmOverviewScreen
-from memprobe_tui.widgets.episode_table import EpisodeTable
+from memprobe_tui.paradigms.episode_table import EpisodeTable
+from memprobe_tui.paradigms.overview import ParadigmOverviewScreen
+from memprobe_engine.protocols import open_session
 
 from .conftest import REPO
 from .helpers import settle
@@ -34,7 +34,7 @@ async def press(pilot: Pilot[None], *keys: str) -> None:
 
 
 async def test_f_keeps_the_episodes_that_contain_a_text_and_says_so() -> None:
-    app = MemProbeApp(session=ReplaySession.open(PARADIGMS), rescore=None, keymap_path=None)
+    app = MemProbeApp(session=open_session(PARADIGMS), live={"rescore": None}, keymap_path=None)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
         assert listed(app) == ["PILOT-03B", "PILOT-01A"]
@@ -49,7 +49,7 @@ async def test_f_keeps_the_episodes_that_contain_a_text_and_says_so() -> None:
 
 
 async def test_o_cycles_the_order_of_the_episodes() -> None:
-    app = MemProbeApp(session=ReplaySession.open(PARADIGMS), rescore=None, keymap_path=None)
+    app = MemProbeApp(session=open_session(PARADIGMS), live={"rescore": None}, keymap_path=None)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
         seen = []
@@ -67,7 +67,7 @@ async def test_o_cycles_the_order_of_the_episodes() -> None:
 
 
 async def test_P_plots_accuracy_plasticity_and_stability_per_paradigm_with_the_numbers_as_text() -> None:
-    app = MemProbeApp(session=ReplaySession.open(PARADIGMS), rescore=None, keymap_path=None)
+    app = MemProbeApp(session=open_session(PARADIGMS), live={"rescore": None}, keymap_path=None)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
         await press(pilot, "P")
@@ -87,9 +87,9 @@ async def test_P_plots_accuracy_plasticity_and_stability_per_paradigm_with_the_n
 
 
 def test_the_plotted_figures_are_the_reports() -> None:
-    from memprobe_engine.replay.paradigm_queries import ALL_PARADIGMS, paradigm_figures
+    from memprobe_engine.paradigms.read.queries import ALL_PARADIGMS, paradigm_figures
 
-    session = ReplaySession.open(PARADIGMS)
+    session = open_session(PARADIGMS)
     session.build_index()
     pooled = {f.system: f for f in paradigm_figures(episode_rows(session)) if f.paradigm == ALL_PARADIGMS}
     metrics = system_metrics(load_paradigm_frames([PARADIGMS]).probes).set_index("system")

@@ -12,12 +12,12 @@ from typer.testing import CliRunner
 from memprobe_engine.events.dialogue import Message
 from memprobe_engine.events.recorder import Recorder
 from memprobe_engine.events.writer import open_writer
-from tests.synthetic import generic_users, write_synthetic_run
 from memprobe_tui import cli
-from memprobe_tui.screens import overview
-from memprobe_tui.screens.transcript import TranscriptScreen
+from memprobe_tui.recovery.score_table import ScoreTable
+from memprobe_tui.recovery.transcript import TranscriptScreen
+from memprobe_tui.recovery import overview
 from memprobe_tui.widgets.damage_banner import DamageBanner
-from memprobe_tui.widgets.score_table import ScoreTable
+from tests.synthetic import generic_users, write_synthetic_run
 
 from .conftest import TRUNCATED, make_app
 from .helpers import settle, text_of

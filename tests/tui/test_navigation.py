@@ -5,14 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from memprobe_tui.app import MemProbeApp
+from memprobe_tui.recovery.dimension import DimensionScreen
+from memprobe_tui.recovery.overview import OverviewScreen
+from memprobe_tui.recovery.score_table import ScoreTable
+from memprobe_tui.recovery.transcript import TranscriptScreen
 from memprobe_tui.screens.browser import BrowserScreen
-from memprobe_tui.screens.dimension import DimensionScreen
 from memprobe_tui.screens.llm_call import LLMCallScreen
 from memprobe_tui.screens.memory import MemoryScreen
-from memprobe_tui.screens.overview import OverviewScreen
-from memprobe_tui.screens.transcript import TranscriptScreen
 from memprobe_tui.widgets.detail_log import DetailLog
-from memprobe_tui.widgets.score_table import ScoreTable
 from memprobe_tui.widgets.store_table import StoreTable
 
 from .conftest import FIXTURES, make_app
@@ -175,7 +175,7 @@ async def test_memory_store_shows_deleted_items_filters_and_searches() -> None:
 
 
 async def test_browser_opens_a_recording_and_returns_to_the_list() -> None:
-    app = MemProbeApp(folder=FIXTURES, rescore=None, keymap_path=None)
+    app = MemProbeApp(folder=FIXTURES, live={"rescore": None}, keymap_path=None)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
         assert isinstance(app.screen, BrowserScreen)

@@ -17,24 +17,24 @@ from textual.widgets import Input, Log, Static
 
 from memprobe_engine.llm.client import ChatClient
 from memprobe_engine.llm.config import load_llm_config
-from memprobe_engine.replay import ReplaySession
-from memprobe_engine.replay.paradigm_queries import score_cells
-from memprobe_engine.replay.queries import step_seq_range
-from memprobe_engine.replay.paradigm_rerun import (
+from memprobe_engine.paradigms.read.queries import score_cells
+from memprobe_engine.paradigms.rerun import (
     ProbeRerunHook,
     ProbeRerunRequest,
     ProbeRerunSink,
     rerun_probe,
 )
+from memprobe_engine.replay.queries import step_seq_range
 from memprobe_tui.app import MemProbeApp
-from memprobe_tui.screens.episode_stepper import EpisodeScreen
-from memprobe_tui.screens.overview import OverviewScreen
-from memprobe_tui.screens.paradigm_overview import ParadigmOverviewScreen
-from memprobe_tui.screens.probe_inspector import ProbeScreen
+from memprobe_tui.paradigms.episode_stepper import EpisodeScreen
+from memprobe_tui.paradigms.episode_table import EpisodeTable
+from memprobe_tui.paradigms.overview import ParadigmOverviewScreen
+from memprobe_tui.paradigms.probe_inspector import ProbeScreen
+from memprobe_tui.paradigms.session_list import SessionList
+from memprobe_tui.recovery.overview import OverviewScreen
 from memprobe_tui.widgets.detail_log import DetailLog
-from memprobe_tui.widgets.episode_table import EpisodeTable
-from memprobe_tui.widgets.session_list import SessionList
 from tests.doubles import ScriptedBackend
+from memprobe_engine.protocols import open_session
 
 from .conftest import REPO, RUN
 from .helpers import settle
@@ -43,7 +43,7 @@ PARADIGM = REPO / "tests" / "fixtures" / "paradigm" / "run"
 
 
 def paradigm_app(path: Path = PARADIGM, hook: ProbeRerunHook | None = None) -> MemProbeApp:
-    return MemProbeApp(session=ReplaySession.open(path), rescore=None, keymap_path=None, probe_rerun=hook)
+    return MemProbeApp(session=open_session(path), live={"rescore": None, "probe_rerun": hook}, keymap_path=None)
 
 
 def title(screen: Any) -> str:
@@ -84,7 +84,7 @@ async def test_a_paradigm_recording_opens_the_episode_list_of_each_system() -> N
 
 
 async def test_a_protocol_a_recording_still_opens_its_own_overview() -> None:
-    app = MemProbeApp(session=ReplaySession.open(RUN), rescore=None, keymap_path=None)
+    app = MemProbeApp(session=open_session(RUN), live={"rescore": None}, keymap_path=None)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
         assert isinstance(app.screen, OverviewScreen)
@@ -218,7 +218,7 @@ async def test_a_probe_rerun_streams_and_appends_a_new_score_beside_the_original
         assert "appended to the recording" in str(screen.query_one("#rerun-status", Static).render())
         scores = pane_text(screen, "#scores")
         assert "original: 1" in scores and "re-score (1): 1" in scores
-    session = ReplaySession.open(copy)
+    session = open_session(copy)
     try:
         session.build_index()
         cell = score_cells(session)[("amem", "PILOT-01A", 1)]

@@ -13,16 +13,16 @@ from textual.binding import Binding
 from textual.pilot import Pilot
 from textual.widgets import DataTable, Footer, OptionList
 
-from memprobe_engine.replay import ReplaySession
 from memprobe_tui.app import BINDING_WIDGETS, SCREENS, MemProbeApp
 from memprobe_tui.palette_match import match_words
+from memprobe_tui.recovery.compare import CaseCompareScreen, CompareScreen
+from memprobe_tui.recovery.grid import GridScreen
 from memprobe_tui.render import diff_lines
-from memprobe_tui.screens.compare import CaseCompareScreen, CompareScreen
-from memprobe_tui.screens.grid import GridScreen
 from memprobe_tui.screens.help import key_lines
 from memprobe_tui.screens.text_view import TextViewScreen
 from memprobe_tui.widgets.detail_log import DetailLog, plain_text
 from memprobe_tui.widgets.table_search import SearchableTable
+from memprobe_engine.protocols import open_session
 
 from .conftest import REPO
 from .helpers import settle
@@ -33,7 +33,7 @@ PARADIGMS = REPO / "recordings" / "sample-paradigms-quick"
 
 
 def app_on(path: Path) -> MemProbeApp:
-    return MemProbeApp(session=ReplaySession.open(path), rescore=None, keymap_path=None)
+    return MemProbeApp(session=open_session(path), live={"rescore": None}, keymap_path=None)
 
 
 def rows_of(widget: DataTable[object] | OptionList) -> list[str]:
@@ -182,7 +182,7 @@ async def test_settings_export_is_named_so_and_its_json_is_the_header(tmp_path: 
     app = app_on(LIVE)
     async with app.run_test(size=(80, 24)) as pilot:
         await keys(pilot, "i", "W", "w")
-        run_id = ReplaySession.open(LIVE).header.run_id
+        run_id = open_session(LIVE).header.run_id
         exported = sorted(p.name for p in tmp_path.iterdir())
         assert all(name.startswith(f"{run_id}-settings-") for name in exported), exported
         data = json.loads(next(tmp_path.glob("*.json")).read_text())

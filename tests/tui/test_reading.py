@@ -12,20 +12,19 @@ from textual.pilot import Pilot
 
 from memprobe_engine.events.header import read_header
 from memprobe_engine.replay import ReplaySession, llm_call_view
-from memprobe_tui.render_settings import settings_lines
 from memprobe_tui.app import MemProbeApp
-
-from memprobe_tui.screens.grid import GridScreen
+from memprobe_tui.recovery.grid import GridScreen
+from memprobe_tui.recovery.overview import OverviewScreen
+from memprobe_tui.recovery.plots import PlotsScreen
+from memprobe_tui.recovery.score_table import ScoreTable
+from memprobe_tui.recovery.transcript import TranscriptScreen
+from memprobe_tui.render_settings import settings_lines
 from memprobe_tui.screens.help import HelpScreen
 from memprobe_tui.screens.llm_call import LLMCallScreen
 from memprobe_tui.screens.memory import MemoryScreen
-from memprobe_tui.screens.overview import OverviewScreen
-from memprobe_tui.screens.plots import PlotsScreen
 from memprobe_tui.screens.text_view import TextViewScreen
-from memprobe_tui.screens.transcript import TranscriptScreen
 from memprobe_tui.widgets.detail_log import DetailLog, plain_text
 from memprobe_tui.widgets.event_list import EventList
-from memprobe_tui.widgets.score_table import ScoreTable
 from memprobe_tui.widgets.search_prompt import SearchPrompt
 from memprobe_tui.widgets.store_table import StoreTable
 from memprobe_tui.widgets.table_search import SearchableTable
@@ -338,7 +337,7 @@ async def test_browser_names_rows_by_folder_and_refreshes_itself_while_a_run_is_
     live = tmp_path / "live-run"
     shutil.copytree(TRUNCATED, live)  # no run_end: "running" while a writer holds the lock
     (live / "writer.lock").write_text(str(os.getpid()))
-    app = MemProbeApp(folder=tmp_path, rescore=None, keymap_path=None)
+    app = MemProbeApp(folder=tmp_path, live={"rescore": None}, keymap_path=None)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
         screen = app.screen

@@ -14,28 +14,28 @@ from textual.widgets import DataTable
 from memprobe_engine.errors import MemProbeError
 from memprobe_engine.llm.config import LLMConfig
 from memprobe_engine.llm.spec import parse_spec
+from memprobe_engine.paradigms.read.queries import episode_rows
 from memprobe_engine.recovery.inputs import load_user
 from memprobe_engine.recovery.rollout import RolloutSettings
 from memprobe_engine.recovery.runner import RecoveryPlan, run_recovery
-from memprobe_engine.replay import ReplaySession
-from memprobe_engine.replay.catalog import headline
-from memprobe_engine.replay.paradigm_queries import episode_rows
+from memprobe_engine.protocols import headline
 from memprobe_engine.replay.memory_view import item_history, item_writes
 from memprobe_engine.replay.queries import episodes, step_events, units
 from memprobe_engine.replay.run_history import run_history
 from memprobe_engine.replay.search import count_in_steps
 from memprobe_tui.app import MemProbeApp
-from memprobe_tui.paradigm_commands import sessions_phrase
+from memprobe_tui.paradigms.commands import sessions_phrase
+from memprobe_tui.paradigms.episode_table import EpisodeTable
+from memprobe_tui.recovery.step_list import StepList
 from memprobe_tui.render import event_detail
 from memprobe_tui.render_settings import history_lines
 from memprobe_tui.screens.memory import MemoryScreen
 from memprobe_tui.widgets.detail_log import DetailLog, plain_text
-from memprobe_tui.widgets.episode_table import EpisodeTable
-from memprobe_tui.widgets.step_list import StepList
 from memprobe_tui.widgets.store_table import StoreTable
 from tests.functional.recovery_oracle import RecoveryOracle, plan_for
 from tests.tui.conftest import REPO, RUN
 from tests.tui.helpers import settle, text_of
+from memprobe_engine.protocols import open_session
 
 SHIPPED_A = ["sample-quick-sim_01", "sample-quick-live-sim_01", "sample-quick-fixed-user_001",
              "release-a-user_001-mem0", "release-a-user_001-amem"]
@@ -61,7 +61,7 @@ def _recordings(runner_made: Path) -> list[Path]:
 
 def test_every_ended_task_has_its_end_and_every_step_its_events(runner_made: Path) -> None:
     for path in _recordings(runner_made):
-        session = ReplaySession.open(path)
+        session = open_session(path)
         session.build_index()
         seen = 0
         for unit in units(session):
@@ -82,7 +82,7 @@ def test_every_ended_task_has_its_end_and_every_step_its_events(runner_made: Pat
 
 @pytest.mark.parametrize("name", ["sample-quick-sim_01", "release-a-user_001-mem0"])
 async def test_step_list_marks_ended_tasks_on_shipped_recordings(name: str) -> None:
-    app = MemProbeApp(session=ReplaySession.open(REPO / "recordings" / name), rescore=None, keymap_path=None)
+    app = MemProbeApp(session=open_session(REPO / "recordings" / name), live={"rescore": None}, keymap_path=None)
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
         await pilot.press("enter")
@@ -110,7 +110,7 @@ def _damaged_sim(tmp_path: Path, which: int) -> tuple[Path, int]:
 
 def test_damage_after_the_point_does_not_block_the_store_before_it(tmp_path: Path) -> None:
     path, damaged = _damaged_sim(tmp_path, -5)  # the resume's second add
-    session = ReplaySession.open(path)
+    session = open_session(path)
     session.build_index()
     before = session.store_at("sim_01", "longctx_full", damaged - 5)  # after the resume's first add
     assert len(before) == 1
@@ -120,14 +120,14 @@ def test_damage_after_the_point_does_not_block_the_store_before_it(tmp_path: Pat
 
 def test_damage_before_a_reset_does_not_block_the_store_after_it(tmp_path: Path) -> None:
     path, _ = _damaged_sim(tmp_path, 2)  # in the failed first attempt, before the resume's reset
-    session = ReplaySession.open(path)
+    session = open_session(path)
     session.build_index()
     assert len(session.store_at("sim_01", "longctx_full", len(session) - 1)) == 6
 
 
 async def test_memory_view_past_damage_says_so_and_steps_back(tmp_path: Path) -> None:
     path, damaged = _damaged_sim(tmp_path, -3)
-    app = MemProbeApp(session=ReplaySession.open(path), rescore=None, keymap_path=None)
+    app = MemProbeApp(session=open_session(path), live={"rescore": None}, keymap_path=None)
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
         app.screen.query_one(DataTable).move_cursor(row=0)  # longctx_full × all (the final store)
@@ -148,7 +148,7 @@ PARADIGMS = REPO / "recordings" / "sample-paradigms-quick"
 
 
 async def test_paradigm_memory_view_names_sessions_and_steps_them() -> None:
-    app = MemProbeApp(session=ReplaySession.open(PARADIGMS), rescore=None, keymap_path=None)
+    app = MemProbeApp(session=open_session(PARADIGMS), live={"rescore": None}, keymap_path=None)
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
         for key in ("enter", "m"):
@@ -168,14 +168,14 @@ async def test_paradigm_memory_view_names_sessions_and_steps_them() -> None:
 
 
 async def test_paradigm_full_context_store_says_why_it_is_empty_and_counts_are_true() -> None:
-    session = ReplaySession.open(PARADIGMS)
+    session = open_session(PARADIGMS)
     session.build_index()
     rows = {(r.episode_id, r.system): r for r in episode_rows(session)}
     full = rows[("PILOT-01A", "full_context")]
     assert full.sessions == 0 and full.planned_sessions == 9
     assert sessions_phrase(full) == "9 sessions, 0 ingested" and full.sessions_text() == "0/9"
     assert headline(PARADIGMS) == {"accuracy": pytest.approx(2 / 3)}  # the browser showed —/— before
-    app = MemProbeApp(session=session, rescore=None, keymap_path=None)
+    app = MemProbeApp(session=session, live={"rescore": None}, keymap_path=None)
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
         for key in ("s", "enter", "m"):
@@ -186,7 +186,7 @@ async def test_paradigm_full_context_store_says_why_it_is_empty_and_counts_are_t
 
 
 def test_transcript_search_finds_memory_op_values_and_counts_each_match() -> None:
-    session = ReplaySession.open(REPO / "recordings" / "sample-quick-sim_01")
+    session = open_session(REPO / "recordings" / "sample-quick-sim_01")
     session.build_index()
     steps = [s for ep in episodes(session, "sim_01", "longctx_full") for s in ep.steps]
     found = count_in_steps(session, steps, "[task 0]")  # only the memory item's text holds it
@@ -196,7 +196,7 @@ def test_transcript_search_finds_memory_op_values_and_counts_each_match() -> Non
 
 
 def test_an_update_shows_the_values_it_wrote() -> None:
-    session = ReplaySession.open(RUN)
+    session = open_session(RUN)
     update = next(session.event(n) for n in range(len(session))
                   if b'"op":"update"' in session.raw(n))
     text = plain_text(event_detail(update))
@@ -205,13 +205,13 @@ def test_an_update_shows_the_values_it_wrote() -> None:
 
 
 async def test_the_failed_attempt_and_its_resume_are_shown() -> None:
-    session = ReplaySession.open(REPO / "recordings" / "sample-quick-sim_01")
+    session = open_session(REPO / "recordings" / "sample-quick-sim_01")
     session.build_index()
     history = run_history(session)
     assert [(a.resumed, a.status) for a in history] == [(False, "failed"), (True, "completed")]
     assert history[0].reason is not None and "IndexError" in history[0].reason
     assert "2. resume" in plain_text(history_lines(history))
-    app = MemProbeApp(session=session, rescore=None, keymap_path=None)
+    app = MemProbeApp(session=session, live={"rescore": None}, keymap_path=None)
     async with app.run_test(size=(120, 30)) as pilot:
         await settle(pilot)
         assert "2 runs (i: history)" in app.screen.title_text
@@ -221,7 +221,7 @@ async def test_the_failed_attempt_and_its_resume_are_shown() -> None:
 
 
 def test_an_item_history_starts_at_the_resume_not_in_the_failed_attempt() -> None:
-    session = ReplaySession.open(REPO / "recordings" / "sample-quick-sim_01")
+    session = open_session(REPO / "recordings" / "sample-quick-sim_01")
     session.build_index()
     resume = run_history(session)[1].first_seq
     history = item_history(session, "sim_01", "longctx_full", "t0001")
@@ -230,7 +230,7 @@ def test_an_item_history_starts_at_the_resume_not_in_the_failed_attempt() -> Non
 
 
 async def test_paradigm_episode_list_searches_and_compares_systems() -> None:
-    app = MemProbeApp(session=ReplaySession.open(PARADIGMS), rescore=None, keymap_path=None)
+    app = MemProbeApp(session=open_session(PARADIGMS), live={"rescore": None}, keymap_path=None)
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
         table = app.screen.query_one(EpisodeTable)
@@ -246,7 +246,7 @@ async def test_paradigm_episode_list_searches_and_compares_systems() -> None:
 
 
 async def test_probe_inspector_names_the_session_that_wrote_each_item_the_reader_saw() -> None:
-    app = MemProbeApp(session=ReplaySession.open(PARADIGMS), rescore=None, keymap_path=None)
+    app = MemProbeApp(session=open_session(PARADIGMS), live={"rescore": None}, keymap_path=None)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
         await pilot.press("d")  # PILOT-03B × amem, probe 1: the reader answered the old value

@@ -17,15 +17,25 @@ from memprobe_engine.events.dialogue import Message
 from memprobe_engine.events.header import RecordingHeader
 from memprobe_engine.events.recorder import Recorder
 from memprobe_engine.events.writer import open_writer
-from memprobe_engine.replay import (ReplaySession, build_run_index, describe, dimension_detail, episodes,
-                                    list_recordings, llm_call_view, score_board, step_events, units)
+from memprobe_engine.recovery.read import dimension_detail, score_board
+from memprobe_engine.replay import (
+    ReplaySession,
+    build_run_index,
+    describe,
+    episodes,
+    list_recordings,
+    llm_call_view,
+    step_events,
+    units,
+)
 from memprobe_engine.replay.memory_view import item_history, store_view
+from memprobe_engine.protocols import open_session
 
 from .conftest import RUN, TRUNCATED
 
 
 def _session(path: Path = RUN) -> ReplaySession:
-    session = ReplaySession.open(path)
+    session = open_session(path)
     session.build_index()
     return session
 
@@ -35,7 +45,7 @@ def _raw_events(path: Path) -> list[dict[str, object]]:
 
 
 def test_index_pass_reports_progress_can_stop_and_resume() -> None:
-    session = ReplaySession.open(RUN)
+    session = open_session(RUN)
     seen: list[tuple[int, int]] = []
     build_run_index(session.reader, lambda done, total: seen.append((done, total)))
     assert seen and seen[-1] == (len(session), len(session))
@@ -110,8 +120,8 @@ def test_score_board_matches_a_direct_computation() -> None:
 
 
 def test_overview_numbers_agree_with_the_report_table() -> None:
-    tables = pytest.importorskip("memprobe_engine.report.tables")
-    frames = pytest.importorskip("memprobe_engine.report.frames")
+    tables = pytest.importorskip("memprobe_engine.recovery.read.tables")
+    frames = pytest.importorskip("memprobe_engine.recovery.read.frames")
     table = tables.table2(frames.load_frames([RUN])).set_index("system")
     board = score_board(_session())
     for system in ("amem", "mem0"):
@@ -207,14 +217,13 @@ def test_store_view_says_an_imported_release_has_only_final_stores(tmp_path: Pat
     """The memory view of an imported run states plainly that there are no per-turn writes."""
     from memprobe_engine.events.header import new_header
     from memprobe_engine.events.writer import open_writer
-    from memprobe_engine.replay import ReplaySession
     from memprobe_engine.replay.memory_view import store_note
 
     for source, expected in (("release-a", "final store"), (None, None)):
         folder = tmp_path / f"rec-{source}"
         open_writer(folder, new_header("r", "recovery", {"source": source} if source else {})).close()
         (folder / "events.jsonl").touch()
-        session = ReplaySession.open(folder)
+        session = open_session(folder)
         note = store_note(session)
         assert (note is None) if expected is None else (expected in (note or ""))
         session.close()

@@ -9,12 +9,13 @@ from pathlib import Path
 import pytest
 from textual.widgets import Input
 
-from memprobe_engine.replay import RescoreRequest, RescoreSink
+from memprobe_engine.recovery.read import RescoreRequest, RescoreSink
 from memprobe_tui.app import MemProbeApp
-from memprobe_tui.screens.dimension import DimensionScreen
+from memprobe_tui.recovery.dimension import DimensionScreen
+from memprobe_tui.recovery.score_table import ScoreTable
 from memprobe_tui.widgets.detail_log import DetailLog
 from memprobe_tui.widgets.rerun_panel import RerunPanel
-from memprobe_tui.widgets.score_table import ScoreTable
+from memprobe_engine.protocols import open_session
 
 from .conftest import make_app
 from .helpers import settle, text_of
@@ -114,9 +115,9 @@ async def appending_rescore(request: RescoreRequest, sink: RescoreSink) -> None:
     from memprobe_engine.events.recorder import Recorder
     from memprobe_engine.events.scoring import JudgeScore
     from memprobe_engine.events.writer import open_writer
-    from memprobe_engine.replay import ReplaySession, score_pairs
+    from memprobe_engine.recovery.read import score_pairs
 
-    probe = ReplaySession.open(request.recording)
+    probe = open_session(request.recording)
     probe.build_index()
     pair = score_pairs(probe)[(request.user_id, request.system, request.dimension, "retrieve")]
     probe.close()

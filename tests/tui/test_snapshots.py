@@ -50,7 +50,7 @@ async def memory_update(pilot: Pilot[None]) -> None:
 
 
 SCREENS: dict[str, tuple[Callable[[], MemProbeApp], Steps]] = {
-    "browser": (lambda: MemProbeApp(folder=FIXTURES.relative_to(REPO), rescore=None, keymap_path=None), keys()),
+    "browser": (lambda: MemProbeApp(folder=FIXTURES.relative_to(REPO), live={"rescore": None}, keymap_path=None), keys()),
     "overview": (make_app, keys()),
     "overview_damaged": (lambda: make_app(TRUNCATED.relative_to(REPO)), keys()),
     "transcript": (make_app, keys("enter", "n", "j", "j")),

@@ -7,15 +7,15 @@ from __future__ import annotations
 
 import pytest
 
-from memprobe_engine.replay import ReplaySession
 from memprobe_tui.app import MemProbeApp
-from memprobe_tui.screens.dimension import DimensionScreen
+from memprobe_tui.recovery.dimension import DimensionScreen
 from memprobe_tui.screens.llm_call import LLMCallScreen
 from memprobe_tui.screens.memory import MemoryScreen
 from memprobe_tui.widgets.detail_log import DetailLog
 from memprobe_tui.widgets.store_table import StoreTable
 from tests.tui.conftest import REPO
 from tests.tui.helpers import settle, text_of
+from memprobe_engine.protocols import open_session
 
 # recording -> (a memory item the inspector lists with the step that wrote it, that step)
 WALKS = {
@@ -26,7 +26,7 @@ WALKS = {
 
 
 def _app(name: str) -> MemProbeApp:
-    return MemProbeApp(session=ReplaySession.open(REPO / "recordings" / name), rescore=None, keymap_path=None)
+    return MemProbeApp(session=open_session(REPO / "recordings" / name), live={"rescore": None}, keymap_path=None)
 
 
 @pytest.mark.parametrize("name", sorted(WALKS))

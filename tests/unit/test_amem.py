@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-
 from memprobe_engine.events.reader import open_recording
 from memprobe_engine.events.recorder import Recorder
 from memprobe_engine.llm.client import ChatClient
@@ -16,7 +15,6 @@ from memprobe_engine.memory.amem import EVOLVE_SYSTEM, NOTE_SYSTEM, AMem
 from memprobe_engine.memory.base import MemoryServices, MemorySystem, Observation, SimClock
 from memprobe_engine.memory.timeline import store_at
 from tests.doubles import BagOfWordsEmbedder, ScriptedBackend, read_events, temp_recording
-
 
 VocabEmbedder = BagOfWordsEmbedder
 

@@ -16,8 +16,15 @@ from memprobe_engine.events.header import new_header
 from memprobe_engine.events.reader import open_recording
 from memprobe_engine.events.recorder import Recorder
 from memprobe_engine.events.writer import open_writer
-from memprobe_engine.llm.embeddings import (MINILM_NAME, Embedder, EmbeddingSpec, FloatMatrix,
-                                            SentenceTransformerBackend, cosine_top_k, parse_embedding_spec)
+from memprobe_engine.llm.embeddings import (
+    MINILM_NAME,
+    Embedder,
+    EmbeddingSpec,
+    FloatMatrix,
+    SentenceTransformerBackend,
+    cosine_top_k,
+    parse_embedding_spec,
+)
 
 
 class CountingBackend:

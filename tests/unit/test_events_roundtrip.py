@@ -7,19 +7,19 @@ from pathlib import Path
 import orjson
 import pytest
 
-from memprobe_engine.events.integrity import check_recording
 from memprobe_engine.errors import RecordingError
 from memprobe_engine.events import EVENT_KINDS
 from memprobe_engine.events.dialogue import Message
 from memprobe_engine.events.header import new_header
+from memprobe_engine.events.integrity import check_recording
 from memprobe_engine.events.jsonpatch import apply_patch, make_patch
 from memprobe_engine.events.llm import EmbeddingBatch, LLMCall, RecordedMessage, RetryNote, TokenUsage
 from memprobe_engine.events.memory import MemoryFootprint, MemoryOp, MemorySnapshot, Retrieval
 from memprobe_engine.events.paradigms import IngestedTurn, ProbeAnswer, ProbeScore, RetrievedItem, SessionIngest
-from memprobe_engine.events.realize import RealizeCheck, RealizeExclusion
-from memprobe_engine.events.recovery import EpisodeEnd, PreferenceJudgment, TaskVerdict
 from memprobe_engine.events.reader import open_recording
+from memprobe_engine.events.realize import RealizeCheck, RealizeExclusion
 from memprobe_engine.events.recorder import Recorder
+from memprobe_engine.events.recovery import EpisodeEnd, PreferenceJudgment, TaskVerdict
 from memprobe_engine.events.run import ErrorEvent, Metric, RunEnd, RunStart
 from memprobe_engine.events.scoring import AttributionLabel, AttributionStage, JudgeScore, SlotFill
 from memprobe_engine.events.writer import open_writer

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from memprobe_engine.recovery.calibration.agreement import ScoredPair, agreement, linear_weighted_kappa, render
+from memprobe_engine.recovery.calibration.agreement import ScoredPair, agreement, render
+from memprobe_engine.report.compare_stats import linear_weighted_kappa
 from memprobe_engine.recovery.calibration.cases import JudgedCase, recording_cases, release_cases, stratified
-from memprobe_engine.report.detectable import Z_SUM, detectable, paired_line, run_detectable
+from memprobe_engine.recovery.read.detectable import Z_SUM, detectable, paired_line, run_detectable
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -72,7 +73,7 @@ def test_detectable_difference_formula() -> None:
 
 
 def test_a_system_whose_cases_no_judge_scored_carries_no_judge_error() -> None:
-    from memprobe_engine.report.detectable import report_lines
+    from memprobe_engine.recovery.read.detectable import report_lines
 
     rows = [("nomem", "r", 0.0, False)] * 6 + [("longctx_full", "r", s, True) for s in (0.0, 0.75, 0.75, 0.25)]
     nomem, longctx = sorted(report_lines(rows, lambda recording: 0.24), key=lambda line: not line.startswith("nomem"))

@@ -16,8 +16,14 @@ from memprobe_engine.llm.client import MAX_REPAIRS, ChatClient
 from memprobe_engine.llm.config import LLMConfig, load_llm_config
 from memprobe_engine.llm.spec import ModelSpec
 from memprobe_engine.llm.structured import json_schema_problems
-from memprobe_engine.llm.types import (ChatBackend, ChatMessage, ChatRequest, ChatResult, SamplingParams,
-                                       TransientBackendError)
+from memprobe_engine.llm.types import (
+    ChatBackend,
+    ChatMessage,
+    ChatRequest,
+    ChatResult,
+    SamplingParams,
+    TransientBackendError,
+)
 from tests.doubles import ScriptedBackend, read_events, temp_recording
 
 

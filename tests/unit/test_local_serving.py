@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from memprobe_engine.errors import ConfigError
-from memprobe_engine.llm.config import load_llm_config
 from memprobe_engine.llm.backends.local import Serving, serving_for
 from memprobe_engine.llm.backends.slots import DEFAULT_WAIT_CHARS, SlotRouter, prompt_text
+from memprobe_engine.llm.config import load_llm_config
 from memprobe_engine.llm.spec import DEFAULT_LOCAL_SLOTS, ModelSpec, parse_spec
 from memprobe_engine.llm.types import ChatMessage
 from memprobe_engine.orchestration.resume import can_resume, fingerprint

@@ -18,16 +18,26 @@ from memprobe_engine.events.header import new_header
 from memprobe_engine.events.reader import open_recording
 from memprobe_engine.events.recorder import Recorder
 from memprobe_engine.events.writer import EventWriter, open_writer
-from memprobe_engine.memory.base import (Footprint, MemoryServices, MemorySystem, Observation, RecordedStore,
-                                         ScoredItem, SimClock)
+from memprobe_engine.memory import registry
+from memprobe_engine.memory.base import (
+    Footprint,
+    MemoryServices,
+    MemorySystem,
+    Observation,
+    RecordedStore,
+    ScoredItem,
+    SimClock,
+)
 from memprobe_engine.memory.longctx_full import LongContextFull
 from memprobe_engine.memory.nomem import NoMemory
-from memprobe_engine.memory import registry
-from memprobe_engine.memory.registry import (BUILTIN_SYSTEMS, create_system, list_systems, load_system_class,
-                                             validate_system_class)
-from memprobe_engine.memory.timeline import (CHECKPOINT_EVERY, StoreTimeline, record_snapshot, store_at,
-                                             store_diff)
-
+from memprobe_engine.memory.registry import (
+    BUILTIN_SYSTEMS,
+    create_system,
+    list_systems,
+    load_system_class,
+    validate_system_class,
+)
+from memprobe_engine.memory.timeline import CHECKPOINT_EVERY, StoreTimeline, record_snapshot, store_at, store_diff
 from tests.doubles import BagOfWordsEmbedder
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -20,9 +20,10 @@ from memprobe_engine.events.recorder import Recorder
 from memprobe_engine.events.scoring import JudgeScore, SlotFill
 from memprobe_engine.events.writer import open_writer
 from memprobe_engine.recovery.outcomes import NOT_JUDGED, OutcomeFold
-from memprobe_engine.replay import ReplaySession, score_board
-from memprobe_engine.report.frames import load_frames
-from memprobe_engine.report.tables import table2
+from memprobe_engine.recovery.read import score_board
+from memprobe_engine.recovery.read.frames import load_frames
+from memprobe_engine.recovery.read.tables import table2
+from memprobe_engine.protocols import open_session
 
 RUN = Path(__file__).resolve().parents[1] / "fixtures" / "tui" / "run"
 
@@ -53,7 +54,7 @@ def extended(tmp_path: Path) -> Path:
 
 def test_report_tables_and_replay_scoreboard_agree_case_by_case(extended: Path) -> None:
     frames = load_frames([extended])
-    session = ReplaySession.open(extended)
+    session = open_session(extended)
     try:
         session.build_index()
         board = score_board(session)

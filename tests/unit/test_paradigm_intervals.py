@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from memprobe_engine.paradigms import metrics as M
 from memprobe_engine.paradigms.intervals import metric_intervals
-from memprobe_engine.report.paradigm_frames import load_paradigm_frames
+from memprobe_engine.paradigms.read.frames import load_paradigm_frames
 from tests.paradigm_recordings import Ep, P, write_paradigm_recording
 from tests.unit.test_paradigm_metrics import fc_episodes, rag_episodes
 

@@ -11,8 +11,8 @@ from typer.testing import CliRunner
 
 from memprobe_engine.errors import ConfigError
 from memprobe_engine.paradigms import metrics as M
-from memprobe_engine.report.paradigm_frames import load_paradigm_frames
-from memprobe_engine.report.paradigm_tables import build_paradigm_tables
+from memprobe_engine.paradigms.read.frames import load_paradigm_frames
+from memprobe_engine.paradigms.read.tables import build_paradigm_tables
 from tests.paradigm_recordings import Ep, P, write_paradigm_recording
 
 ST = {"status": 1.0, "value": 1.0}   # conflict sub-scores: status right
@@ -164,7 +164,7 @@ def test_report_refuses_a_mix_of_protocols(recording: Path, tmp_path: Path) -> N
     from memprobe_engine.events.writer import open_writer
     open_writer(tmp_path / "a", new_header("a", "recovery", {})).close()
     result = CliRunner().invoke(app, ["report", str(recording), str(tmp_path / "a")])
-    assert isinstance(result.exception, ConfigError) and "mix protocol B" in str(result.exception)
+    assert isinstance(result.exception, ConfigError) and "mix protocols (paradigms: " in str(result.exception)
 
 
 def test_damaged_recording_warns_and_keeps_the_rest(recording: Path) -> None:

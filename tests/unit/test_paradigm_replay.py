@@ -19,9 +19,9 @@ from memprobe_engine.events.reader import open_recording
 from memprobe_engine.events.run import RunEnd, SpanEnd
 from memprobe_engine.llm.client import ChatClient
 from memprobe_engine.llm.config import load_llm_config
-from memprobe_engine.replay import ReplaySession
-from memprobe_engine.replay.paradigm_probe import probe_detail
-from memprobe_engine.replay.paradigm_queries import (
+from memprobe_engine.paradigms.read.ingest import session_detail, store_growth
+from memprobe_engine.paradigms.read.probe import probe_detail
+from memprobe_engine.paradigms.read.queries import (
     episode_rows,
     episode_steps,
     is_paradigm_recording,
@@ -29,14 +29,15 @@ from memprobe_engine.replay.paradigm_queries import (
     score_cells,
     system_accuracy,
 )
-from memprobe_engine.replay.paradigm_rerun import (
+from memprobe_engine.paradigms.rerun import (
     ProbeRerunRequest,
     gather_probe,
     reader_config,
     rerun_probe,
 )
-from memprobe_engine.replay.paradigm_session import session_detail, store_growth
+from memprobe_engine.replay import ReplaySession
 from tests.doubles import ScriptedBackend
+from memprobe_engine.protocols import open_session
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "paradigm" / "run"
 RECOVERY = Path(__file__).resolve().parents[1] / "fixtures" / "tui" / "run"
@@ -44,7 +45,7 @@ RECOVERY = Path(__file__).resolve().parents[1] / "fixtures" / "tui" / "run"
 
 @pytest.fixture
 def session() -> Iterator[ReplaySession]:
-    opened = ReplaySession.open(FIXTURE)
+    opened = open_session(FIXTURE)
     opened.build_index()
     yield opened
     opened.close()
@@ -52,7 +53,7 @@ def session() -> Iterator[ReplaySession]:
 
 def test_a_paradigm_recording_is_recognised_by_its_header_and_a_recovery_one_is_not(session: ReplaySession) -> None:
     assert is_paradigm_recording(session)
-    other = ReplaySession.open(RECOVERY)
+    other = open_session(RECOVERY)
     try:
         assert not is_paradigm_recording(other)
     finally:
@@ -193,7 +194,7 @@ def test_rerun_resends_what_the_reader_saw_and_appends_answer_and_score(copy: Pa
     assert isinstance(end, RunEnd) and end.status == "completed"
     appended = next(e for e in new if isinstance(e, ProbeScore))
     assert appended.rescore_of is not None
-    session = ReplaySession.open(copy)
+    session = open_session(copy)
     try:
         session.build_index()
         cell = score_cells(session)[("amem", "PILOT-01A", 1)]

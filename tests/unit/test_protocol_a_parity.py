@@ -14,6 +14,7 @@ from typing import Any
 import orjson
 import pytest
 
+from memprobe_engine.errors import ConfigError
 from memprobe_engine.events.reader import open_recording
 from memprobe_engine.llm.client import ChatClient
 from memprobe_engine.llm.config import load_llm_config
@@ -27,7 +28,6 @@ from memprobe_engine.recovery.inputs import SimUser, load_user
 from memprobe_engine.recovery.policy import check_policy, policy_of, release_label
 from memprobe_engine.recovery.rollout import RolloutSettings, run_episode
 from memprobe_engine.recovery.schemas import SimulatorReply
-from memprobe_engine.errors import ConfigError
 from tests.doubles import BagOfWordsEmbedder, ScriptedBackend, temp_recording
 
 SESSIONS = Path(__file__).resolve().parents[2] / "sessions"
@@ -240,9 +240,14 @@ def test_metric_a_leaves_excluded_episodes_out() -> None:
     """Excluding an episode (unusable simulator) changes neither A nor anything else about the others."""
     import pandas as pd
 
-    from memprobe_engine.report.frames import (ATTRIBUTION_SCHEMA, FOOTPRINT_SCHEMA, PREFERENCE_SCHEMA,
-                                               SCORE_SCHEMA, ReportFrames)
-    from memprobe_engine.report.tables import table2
+    from memprobe_engine.recovery.read.frames import (
+        ATTRIBUTION_SCHEMA,
+        FOOTPRINT_SCHEMA,
+        PREFERENCE_SCHEMA,
+        SCORE_SCHEMA,
+        ReportFrames,
+    )
+    from memprobe_engine.recovery.read.tables import table2
 
     def frames(reasons: list[str]) -> ReportFrames:
         empty = {name: pd.DataFrame(columns=list(schema)).astype(schema) for name, schema in (

@@ -16,8 +16,9 @@ import pytest
 from memprobe_engine.events.checksum import seal
 from memprobe_engine.events.integrity import check_recording
 from memprobe_engine.events.reader import open_recording
-from memprobe_engine.replay import ReplaySession, score_board
+from memprobe_engine.recovery.read import score_board
 from memprobe_engine.replay import session as session_module
+from memprobe_engine.protocols import open_session
 
 RUN = Path(__file__).resolve().parents[1] / "fixtures" / "tui" / "run"
 
@@ -39,7 +40,7 @@ def test_the_quick_check_keeps_the_wrong_typed_scoring_line_the_index_found(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     run, at = _wrong_typed_judge(tmp_path)
     monkeypatch.setattr(session_module, "QUICK_CHECK_ABOVE", 0)  # every recording counts as large
-    session = ReplaySession.open(run)
+    session = open_session(run)
     try:
         session.build_index()
         assert session.integrity is not None and at in session.integrity.bad_lines

@@ -20,16 +20,16 @@ from memprobe_engine.events.reader import open_recording
 from memprobe_engine.llm.config import LLMConfig
 from memprobe_engine.llm.spec import parse_spec
 from memprobe_engine.llm.types import ChatRequest
-from memprobe_engine.paradigms.realize import RealizeSettings, parse_turns, session_turns
-from memprobe_engine.paradigms.realize_plan import (
+from memprobe_engine.paradigms.realize.plan import (
     SESSION_TYPES,
     SessionPlan,
     build_plan,
     readable_fact,
 )
-from memprobe_engine.paradigms.realize_prompts import reply_start, session_messages
-from memprobe_engine.paradigms.realize_rules import adopts, check_session, mentions
-from memprobe_engine.paradigms.realize_run import RealizeRequest, realize_suite
+from memprobe_engine.paradigms.realize.prompts import reply_start, session_messages
+from memprobe_engine.paradigms.realize.rules import adopts, check_session, mentions
+from memprobe_engine.paradigms.realize.run import RealizeRequest, realize_suite
+from memprobe_engine.paradigms.realize.writer import RealizeSettings, parse_turns, session_turns
 from memprobe_engine.paradigms.suite import (
     LatentSpec,
     Turn,
@@ -296,7 +296,7 @@ def test_resume_keeps_accepted_sessions_when_the_role_policy_changed(tmp_path: P
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     realize(tmp_path / "suite", ["PILOT-03B"], author([ALL["PILOT-03B"]]))
     (tmp_path / "suite" / "episodes.jsonl").unlink()  # redo the episode from the recording
-    from memprobe_engine.paradigms import realize as realize_module
+    from memprobe_engine.paradigms.realize import writer as realize_module
     monkeypatch.setattr(realize_module, "STRONG_FIRST", frozenset(SESSION_TYPES))
     silent = author([ALL["PILOT-03B"]], fail_after=0)
     summary = realize(tmp_path / "suite", ["PILOT-03B"], silent)
@@ -423,7 +423,7 @@ def test_a_preserve_perturbation_must_keep_the_value_in_a_statement() -> None:
 def test_recheck_redoes_only_the_sessions_that_break_the_current_rules(tmp_path: Path,
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     spec = ALL["PILOT-03B"]
-    from memprobe_engine.paradigms import realize as realize_module
+    from memprobe_engine.paradigms.realize import writer as realize_module
     # An older, looser rule set accepts a confusable filler that implies the switch (the PILOT-01A gap).
     monkeypatch.setattr(realize_module, "check_session", lambda *args, **kwargs: [])
     first = author([spec], bad=lambda plan, attempt: plan.kind == "confusable")

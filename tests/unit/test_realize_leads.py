@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from memprobe_engine.paradigms.realize import join_reply, session_turns
-from memprobe_engine.paradigms.realize_leads import session_lead, subject, turn_examples
-from memprobe_engine.paradigms.realize_plan import build_plan, readable_fact
-from memprobe_engine.paradigms.realize_prompts import LEAD_MARK, reply_opening, session_messages, session_outline
-from memprobe_engine.paradigms.realize_rules import check_session, mentions
+from memprobe_engine.paradigms.realize.leads import session_lead, subject, turn_examples
+from memprobe_engine.paradigms.realize.plan import build_plan, readable_fact
+from memprobe_engine.paradigms.realize.prompts import LEAD_MARK, reply_opening, session_messages, session_outline
+from memprobe_engine.paradigms.realize.rules import check_session, mentions
+from memprobe_engine.paradigms.realize.writer import join_reply, session_turns
 from memprobe_engine.paradigms.suite import Turn, load_fact_types, load_specs
 
 ROOT = Path(__file__).resolve().parents[2]

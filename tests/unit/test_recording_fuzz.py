@@ -15,8 +15,8 @@ import orjson
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memprobe_engine.events.integrity import check_recording
 from memprobe_engine.events.checksum import unseal
+from memprobe_engine.events.integrity import check_recording
 from memprobe_engine.events.reader import open_recording
 from tests.fuzzing import EVENTS, HEADER, MUTATIONS, PAYLOADS, Base, classify, make_bases, mutate, warm_up, write_files
 

@@ -7,9 +7,9 @@ import time
 
 import pytest
 
+from memprobe_engine.errors import LLMError
 from memprobe_engine.llm.client import ChatClient
 from memprobe_engine.llm.config import load_llm_config
-from memprobe_engine.errors import LLMError
 from memprobe_engine.llm.types import ChatMessage, ChatRequest, ChatResult, TransientBackendError
 from tests.doubles import ScriptedBackend
 

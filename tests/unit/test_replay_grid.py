@@ -5,16 +5,21 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from memprobe_engine.replay import ReplaySession, score_board
-from memprobe_engine.replay.grid import (category_scores, headline_without_baselines, score_distribution,
-                                         score_grid)
-from memprobe_engine.replay.scores import ScoreBoard, ScorePair, UnitScores
+from memprobe_engine.recovery.read import score_board
+from memprobe_engine.recovery.read.grid import (
+    category_scores,
+    headline_without_baselines,
+    score_distribution,
+    score_grid,
+)
+from memprobe_engine.recovery.read.scores import ScoreBoard, ScorePair, UnitScores
+from memprobe_engine.protocols import open_session
 
 RUN = Path(__file__).resolve().parents[1] / "fixtures" / "tui" / "run"
 
 
 def _board() -> ScoreBoard:
-    session = ReplaySession.open(RUN)
+    session = open_session(RUN)
     try:
         session.build_index()
         return score_board(session)

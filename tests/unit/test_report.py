@@ -34,10 +34,11 @@ from memprobe_engine.events.recorder import Recorder
 from memprobe_engine.events.recovery import EpisodeEnd, PreferenceJudgment
 from memprobe_engine.events.scoring import AttributionLabel, JudgeScore, SlotFill
 from memprobe_engine.events.writer import open_writer
-from memprobe_engine.report import build_tables, export, load_frames, print_tables
-from memprobe_engine.report.frames import ReportFrames
-from memprobe_engine.report.render import WIDTH, fmt_mean_std
-from memprobe_engine.report.tables import table14
+from memprobe_engine.recovery.read import build_tables, load_frames, print_tables
+from memprobe_engine.recovery.read.frames import ReportFrames
+from memprobe_engine.recovery.read.render import fmt_mean_std
+from memprobe_engine.recovery.read.tables import table14
+from memprobe_engine.report.output import WIDTH, export
 
 SK, KN, PR = "skill_memory", "knowledge_memory", "assistance_preference"
 DIMS = {"s1": SK, "s2": SK, "k1": KN, "p1": PR}

@@ -9,8 +9,9 @@ import pandas as pd
 from typer.testing import CliRunner
 
 from memprobe_engine.cli import app
-from memprobe_engine.report.frames import load_frames
-from memprobe_engine.report.plots import category_b, paradigm_plots, recovery_plots, system_b
+from memprobe_engine.paradigms.read.plots import paradigm_plots
+from memprobe_engine.recovery.read.frames import load_frames
+from memprobe_engine.recovery.read.plots import category_b, recovery_plots, system_b
 
 SAMPLE = Path(__file__).resolve().parents[2] / "recordings" / "sample-quick-sim_01"
 PNG = b"\x89PNG\r\n\x1a\n"

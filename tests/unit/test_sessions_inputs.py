@@ -15,11 +15,24 @@ import pytest
 from pydantic import ValidationError
 
 from memprobe_engine.errors import MemProbeError
-from memprobe_engine.recovery.inputs import (CATEGORY_DISPLAY, CATEGORY_GUIDE, CATEGORY_SLOTS,
-                                             Category, DimensionPool, Problem, SessionDataError,
-                                             UserBank, UserTasks, count_sentences, leak_reason,
-                                             load_pool, load_user, load_users, retrieve_query,
-                                             validate_sessions)
+from memprobe_engine.recovery.inputs import (
+    CATEGORY_DISPLAY,
+    CATEGORY_GUIDE,
+    CATEGORY_SLOTS,
+    Category,
+    DimensionPool,
+    Problem,
+    SessionDataError,
+    UserBank,
+    UserTasks,
+    count_sentences,
+    leak_reason,
+    load_pool,
+    load_user,
+    load_users,
+    retrieve_query,
+    validate_sessions,
+)
 
 SESSIONS = Path(__file__).resolve().parents[2] / "sessions"
 

@@ -50,8 +50,16 @@ from memprobe_engine.errors import ConfigError, LLMError
 from memprobe_engine.llm.backends.openai_compat import OpenAICompatBackend, ServerBackend
 from memprobe_engine.llm.backends.slots import RequestGate, SlotRouter, prompt_text
 from memprobe_engine.llm.model_assets import INSTALL_HINT, ModelFile, ensure_model, resolve_tier
-from memprobe_engine.llm.spec import (DETERMINISTIC_ENV, DRAFT_ENV, PROMPT_CACHE_ENV, SLOTS_ENV, ModelSpec, env_flag,
-                                      local_draft_tier, local_slots_default)
+from memprobe_engine.llm.spec import (
+    DETERMINISTIC_ENV,
+    DRAFT_ENV,
+    PROMPT_CACHE_ENV,
+    SLOTS_ENV,
+    ModelSpec,
+    env_flag,
+    local_draft_tier,
+    local_slots_default,
+)
 from memprobe_engine.llm.types import ChatRequest, ChatResult
 
 log = logging.getLogger(__name__)

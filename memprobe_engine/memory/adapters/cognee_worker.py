@@ -334,9 +334,10 @@ def main() -> None:
     sys.stdout = sys.stderr
     _SimDatetime.current = dt.datetime.fromisoformat(os.environ.get("MEMPROBE_COGNEE_NOW", "2025-01-01T00:00:00")) \
         .replace(tzinfo=dt.timezone.utc)
+    from importlib import metadata
+
     import cognee
     import litellm
-    from importlib import metadata
 
     # The proxy's embedding model has one size; litellm refuses the ``dimensions`` parameter for a
     # model name it does not know instead of leaving it out.

@@ -15,12 +15,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-LEVELS: tuple[float, ...] = (0.0, 0.25, 0.5, 0.75, 1.0)
-
-
-def level_index(score: float, levels: Sequence[float] = LEVELS) -> int:
-    """The index of the level nearest ``score`` (so 0.7499999 reads as 0.75)."""
-    return int(min(range(len(levels)), key=lambda i: abs(levels[i] - score)))
+from memprobe_engine.report.compare_stats import JUDGE_LEVELS as LEVELS
+from memprobe_engine.report.compare_stats import level_index, linear_weighted_kappa
 
 
 @dataclass(frozen=True)
@@ -49,20 +45,6 @@ class Agreement:
     mean_candidate: float = 0.0
     #: Standard deviation of (candidate − reference): the judge's own noise on one case.
     error_sd: float = 0.0
-
-
-def linear_weighted_kappa(reference: Sequence[int], candidate: Sequence[int], levels: int = 5) -> float:
-    """Cohen's kappa with linear disagreement weights |i − j| / (levels − 1)."""
-    table = np.zeros((levels, levels))
-    for r, c in zip(reference, candidate):
-        table[r, c] += 1
-    total = table.sum()
-    if total == 0:
-        return float("nan")
-    weights = np.abs(np.subtract.outer(np.arange(levels), np.arange(levels))) / (levels - 1)
-    observed = (weights * table).sum() / total
-    expected = (weights * np.outer(table.sum(1), table.sum(0))).sum() / total ** 2
-    return float(1.0 - observed / expected) if expected > 0 else float("nan")
 
 
 def _ranks(values: np.ndarray) -> np.ndarray:

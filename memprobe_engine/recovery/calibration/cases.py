@@ -24,7 +24,7 @@ from memprobe_engine.errors import ConfigError
 from memprobe_engine.events.reader import open_recording
 from memprobe_engine.events.run import SpanBegin
 from memprobe_engine.events.scoring import JudgeScore, SlotFill
-from memprobe_engine.recovery.calibration.agreement import level_index
+from memprobe_engine.report.compare_stats import level_index
 from memprobe_engine.recovery.outcomes import OutcomeFold
 
 #: Where a release keeps its judge's work, under each run of ``output/``.

@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING
 
 from memprobe_engine.events.recorder import Recorder
 from memprobe_engine.events.scoring import SlotFill
-from memprobe_engine.recovery.calibration.agreement import Agreement, ScoredPair, agreement, level_index
+from memprobe_engine.recovery.calibration.agreement import Agreement, ScoredPair, agreement
+from memprobe_engine.report.compare_stats import level_index
 from memprobe_engine.recovery.calibration.cases import JudgedCase
 from memprobe_engine.recovery.framing import Framing
 from memprobe_engine.recovery.inputs import BankEntry

@@ -18,11 +18,19 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from memprobe_engine.recovery.calibration.agreement import LEVELS, ScoredPair, agreement, level_index, \
-    linear_weighted_kappa
+from memprobe_engine.report.compare_stats import JUDGE_LEVELS as LEVELS
+from memprobe_engine.report.compare_stats import level_index, linear_weighted_kappa
+from memprobe_engine.recovery.calibration.agreement import ScoredPair, agreement
 from memprobe_engine.recovery.calibration.cases import JudgedCase
-from memprobe_engine.recovery.cross_judge import MAX_TOKENS, build_network, file_sha256, level_of, \
-    pooled_output, trainable_state, value_text
+from memprobe_engine.recovery.cross_judge import (
+    MAX_TOKENS,
+    build_network,
+    file_sha256,
+    level_of,
+    pooled_output,
+    trainable_state,
+    value_text,
+)
 from memprobe_engine.recovery.scoring import is_unknown
 
 if TYPE_CHECKING:

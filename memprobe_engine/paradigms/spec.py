@@ -1,0 +1,144 @@
+"""Protocol B (stability–plasticity paradigms) as every shared command sees it: its run options, plan,
+report, comparison, browser headline, store steps and TUI entry.
+
+Heavy modules (the runner, pandas frames, the reader) are imported inside the methods, so listing the
+protocols loads none of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from rich.console import Console
+from rich.markup import escape
+
+from memprobe_engine.events.header import RecordingHeader
+from memprobe_engine.protocol_spec import (CompareRequest, PlannedRun, ProtocolOptions, ProtocolSpec,
+                                           ReportRequest, RunCommon)
+from memprobe_engine.run_flags import csv_names, unique
+
+if TYPE_CHECKING:
+    from memprobe_engine.llm.usage_estimate import CostEstimate
+    from memprobe_engine.replay.session import ReplaySession
+    from memprobe_engine.replay.store_steps import Labelled
+    from memprobe_engine.report.compare_inputs import Selection
+
+
+class ParadigmOptions(ProtocolOptions):
+    """Protocol B's own ``memprobe run`` options."""
+
+    episodes: str | None = None
+    paradigms: str | None = None
+    limit: int | None = None
+    ingest: str = "turns"
+    k: int = 10
+    session_k: int = 5
+    reader_max_tokens: int = 300
+
+
+class ParadigmSpec(ProtocolSpec):
+    """Protocol B: scripted episodes fed session by session, probes read back, rule scoring."""
+
+    name = "paradigms"
+    title = "protocol B: stability–plasticity paradigms"
+    options = ParadigmOptions
+    tui = "memprobe_tui.paradigms.entry"
+    after_steps = "after the probes"
+    final_step = "after the probes"
+
+    def owns(self, header: RecordingHeader) -> bool:
+        # An import of the upstream reports may name the suite in its config only.
+        return header.suite == self.name or header.config.get("suite") == self.name
+
+    def plan(self, common: RunCommon, options: ProtocolOptions) -> PlannedRun:
+        from memprobe_engine.paradigms.run_options import ParadigmRequest, paradigm_plan, paradigm_protocol
+        from memprobe_engine.paradigms.runner import needs_models, run_paradigms
+
+        options = ParadigmOptions.model_validate(options.model_dump())
+        plan = paradigm_plan(ParadigmRequest(
+            sessions=common.sessions, systems=unique("--systems", csv_names(common.systems, "--systems") or []),
+            shard=common.shard, seed=common.seed, episodes=csv_names(options.episodes, "--episodes"),
+            paradigms=csv_names(options.paradigms, "--paradigms"), limit=options.limit, ingest=options.ingest,
+            k=options.k, session_k=options.session_k, reader_max_tokens=options.reader_max_tokens,
+            embeddings=common.embeddings or "st:minilm"))
+
+        def estimate() -> CostEstimate:
+            from memprobe_engine.paradigms.estimate import estimate_paradigms
+
+            return estimate_paradigms(plan)
+
+        models = needs_models(plan.systems)
+        return PlannedRun(
+            resolved=paradigm_protocol(plan, common.llm_config, common.record), needs_models=models,
+            estimate=estimate if models else None,
+            start=lambda hook: run_paradigms(plan, common.record, llm_config=common.llm_config,
+                                             concurrency=common.concurrency, cache=common.cache, progress=hook,
+                                             signals=True, ray=common.ray))
+
+    def report(self, recordings: Sequence[Path], request: ReportRequest, console: Console,
+               errors: Console) -> None:
+        from memprobe_engine.paradigms.read.report import paradigm_report, scoring_layers
+        from memprobe_engine.report.output import say_plots
+
+        paradigm_report(recordings, csv=request.csv, parquet=request.parquet, tables=request.tables,
+                        layers=list(request.layers) + scoring_layers(request.scoring) or ["main"],
+                        console=console, errors=errors)
+        if request.plots is not None:
+            from memprobe_engine.paradigms.read.frames import load_paradigm_frames
+            from memprobe_engine.paradigms.read.plots import paradigm_plots
+
+            say_plots(paradigm_plots(load_paradigm_frames(recordings).probes, request.plots), request.plots)
+
+    def compare(self, base: Selection, other: Selection, request: CompareRequest,
+                console: Console) -> dict[str, object]:
+        from memprobe_engine.paradigms.read import compare_render as R
+        from memprobe_engine.paradigms.read.compare import compare_paradigms
+        from memprobe_engine.report.output import say_written
+
+        result = compare_paradigms(base, other)
+        for warning in result.warnings:
+            console.print(f"[yellow]warning:[/] {escape(warning)}", markup=True, soft_wrap=True)
+        console.print(R.probe_table(result, request.changed_only))
+        console.print(R.flip_summary_b(result))
+        console.print(R.metric_table(result))
+        if request.plots is not None:
+            say_written(console, R.compare_plots(result, request.plots), request.plots)
+        return dict(result.as_dict())
+
+    def layers(self, recordings: Sequence[Path]) -> list[str]:
+        from memprobe_engine.paradigms.read.report import recorded_layers
+
+        return recorded_layers(recordings)
+
+    def headline(self, session: ReplaySession) -> dict[str, float | None]:
+        from memprobe_engine.paradigms.read.queries import episode_rows, system_accuracy
+
+        # Probe accuracy pooled over every system's probes.
+        return {"accuracy": system_accuracy(episode_rows(session)).accuracy}
+
+    def headline_text(self, values: dict[str, float | None]) -> str:
+        accuracy = values.get("accuracy")
+        return "acc " + ("—" if accuracy is None else f"{accuracy:.3f}")
+
+    def store_steps(self, session: ReplaySession, unit: str, system: str, *, short: bool = True) -> Labelled:
+        from memprobe_engine.paradigms.read.steps import store_steps
+
+        return store_steps(session, unit, system, short=short)
+
+    def empty_store_note(self, header: RecordingHeader, system: str) -> str | None:
+        protocols = header.config.get("input_protocols")
+        if isinstance(protocols, dict) and protocols.get(system) == "full_context":
+            return (f"{system} keeps no memory store: its input protocol is full_context, so the reader is "
+                    "given the whole dialogue at each probe instead of retrieved items.")
+        return None
+
+    def estimate_of(self, recording: Path, header: RecordingHeader) -> CostEstimate | None:
+        from memprobe_engine.paradigms.estimate import estimate_paradigms, plan_from_config
+
+        plan = plan_from_config(header.config)
+        return estimate_paradigms(plan) if plan is not None else None
+
+
+SPEC = ParadigmSpec()

@@ -1,0 +1,170 @@
+"""Protocol A (hidden user-state recovery) as every shared command sees it: its run options, plan,
+report, comparison, replay index fold, browser headline, store steps and TUI entry.
+
+Heavy modules (the runner, pandas frames, the models) are imported inside the methods, so listing the
+protocols loads none of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from rich.console import Console
+from rich.markup import escape
+
+from memprobe_engine.errors import ConfigError
+from memprobe_engine.events.header import RecordingHeader
+from memprobe_engine.protocol_spec import (CompareRequest, PlannedRun, ProtocolOptions, ProtocolSpec,
+                                           ReportRequest, RunCommon)
+from memprobe_engine.run_flags import csv_names, system_names
+
+if TYPE_CHECKING:
+    from memprobe_engine.llm.usage_estimate import CostEstimate
+    from memprobe_engine.replay.index import IndexFold
+    from memprobe_engine.replay.session import ReplaySession
+    from memprobe_engine.replay.store_steps import Labelled
+    from memprobe_engine.report.compare_inputs import Selection
+
+
+class RecoveryOptions(ProtocolOptions):
+    """Protocol A's own ``memprobe run`` options (None: not given; the config file's ``[protocol]``
+    table, then the release's value, decides)."""
+
+    users: str | None = None
+    dims: str | None = None
+    modes: str | None = None
+    max_turns: int | None = None
+    agent_max_tokens: int | None = None
+    simulator_max_tokens: int | None = None
+    judge_max_tokens: int | None = None
+    preference_judge_max_tokens: int | None = None
+    no_preference_judge: bool = False
+    policy: str | None = None
+    framing: str | None = None
+    recovery_judge: str | None = None
+    dialogues: str | None = None
+
+
+class RecoverySpec(ProtocolSpec):
+    """Protocol A: simulated users, a memory-equipped assistant, slot-fill, judge and attribution."""
+
+    name = "recovery"
+    title = "protocol A: hidden user-state recovery"
+    options = RecoveryOptions
+    tui = "memprobe_tui.recovery.entry"
+    after_steps = "after rollout"
+    final_step = "recovery"
+
+    def plan(self, common: RunCommon, options: ProtocolOptions) -> PlannedRun:
+        from memprobe_engine.recovery.protocol_config import recovery_protocol
+        from memprobe_engine.recovery.run_options import RecoveryRequest, recovery_plan
+        from memprobe_engine.recovery.runner import run_recovery
+
+        options = RecoveryOptions.model_validate(options.model_dump())
+        plan = recovery_plan(RecoveryRequest(
+            sessions=common.sessions, systems=system_names(common.systems), config=common.config,
+            shard=common.shard, seed=common.seed, users=csv_names(options.users, "--users"),
+            dims=csv_names(options.dims, "--dims"), modes=csv_names(options.modes, "--modes"),
+            max_turns=options.max_turns, agent_max_tokens=options.agent_max_tokens,
+            simulator_max_tokens=options.simulator_max_tokens, judge_max_tokens=options.judge_max_tokens,
+            preference_judge_max_tokens=options.preference_judge_max_tokens,
+            no_preference_judge=options.no_preference_judge, policy=options.policy, embeddings=common.embeddings,
+            dialogues=options.dialogues, framing=options.framing, recovery_judge=options.recovery_judge))
+
+        def estimate() -> CostEstimate:
+            from memprobe_engine.recovery.estimate import estimate_recovery
+            from memprobe_engine.recovery.outcome_shares import header_specs, measure_shares
+
+            # Branch shares from earlier runs beside this one (same models), as docs/usage.md says.
+            shares = measure_shares([common.record.parent], header_specs({"models": common.llm_config.resolved()}),
+                                    fixed_dialogues=plan.dialogues is not None, framing=plan.settings.framing,
+                                    exclude=common.record)
+            return estimate_recovery(plan, shares)
+
+        return PlannedRun(
+            resolved=recovery_protocol(plan, common.llm_config), needs_models=True, estimate=estimate,
+            start=lambda hook: run_recovery(plan, common.record, llm_config=common.llm_config,
+                                            concurrency=common.concurrency, cache=common.cache, progress=hook,
+                                            signals=True, ray=common.ray))
+
+    def report(self, recordings: Sequence[Path], request: ReportRequest, console: Console,
+               errors: Console) -> None:
+        from memprobe_engine.recovery.read.report import recovery_report
+
+        if request.layers or request.scoring is not None:
+            flag = "--layer" if request.layers else "--scoring"
+            raise ConfigError(f"{flag} selects protocol-B score layers; a protocol-A report reads each case's "
+                              f"current judgment (compare judgment layers with memprobe compare --layers).")
+        recovery_report(recordings, csv=request.csv, parquet=request.parquet, tables=request.tables,
+                        plots=request.plots, console=console, errors=errors)
+
+    def compare(self, base: Selection, other: Selection, request: CompareRequest,
+                console: Console) -> dict[str, object]:
+        from memprobe_engine.recovery.read import compare_render as R
+        from memprobe_engine.recovery.read.compare import compare_recovery
+        from memprobe_engine.recovery.read.detectable import paired_line
+        from memprobe_engine.report.output import say_written
+
+        result = compare_recovery(base, other, n_resamples=request.resamples, seed=request.seed)
+        for warning in result.warnings:
+            console.print(f"[yellow]warning:[/] {escape(warning)}", markup=True, soft_wrap=True)
+        console.print(f"base {escape(base.name)}  →  other {escape(other.name)}")
+        console.print(R.case_table(result, request.changed_only))
+        counts = result.cases["change"].value_counts()
+        console.print(", ".join(f"{int(counts.get(c, 0))} {c}"
+                                for c in ("improved", "regressed", "unchanged", "excluded")))
+        console.print(R.category_table(result))
+        for (left, right), group in result.cases.dropna(subset=["delta"]).groupby(["base_system", "other_system"]):
+            console.print(paired_line(group["delta"].astype(float).tolist(), f"{left} → {right}"), soft_wrap=True)
+        if request.plots is not None:
+            say_written(console, R.compare_plots(result, request.plots), request.plots)
+        return dict(result.as_dict())
+
+    def compare_layers(self, recordings: Sequence[Path], names: Sequence[str] | None,
+                       console: Console) -> dict[str, object]:
+        from memprobe_engine.recovery.read import compare_render as R
+        from memprobe_engine.recovery.read.compare_layers import compare_layers
+
+        result = compare_layers(list(recordings), list(names) if names is not None else None)
+        for warning in result.warnings:
+            console.print(f"[yellow]warning:[/] {escape(warning)}", markup=True, soft_wrap=True)
+        for table in R.layer_tables(result):
+            console.print(table)
+        return dict(result.as_dict())
+
+    def index_folds(self) -> dict[str, IndexFold]:
+        from memprobe_engine.recovery.read.outcome_index import FOLD_NAME, OutcomeIndexFold
+
+        return {FOLD_NAME: OutcomeIndexFold()}
+
+    def headline(self, session: ReplaySession) -> dict[str, float | None]:
+        from memprobe_engine.recovery.read.grid import headline_without_baselines
+        from memprobe_engine.recovery.read.scores import score_board
+
+        return headline_without_baselines(score_board(session))[0]
+
+    def headline_text(self, values: dict[str, float | None]) -> str:
+        return "/".join("—" if values.get(m) is None else f"{values[m]:.3f}" for m in ("dump_all", "retrieve"))
+
+    def store_steps(self, session: ReplaySession, unit: str, system: str, *, short: bool = True) -> Labelled:
+        from memprobe_engine.recovery.read.steps import store_steps
+
+        return store_steps(session, unit, system, short=short)
+
+    def estimate_of(self, recording: Path, header: RecordingHeader) -> CostEstimate | None:
+        from memprobe_engine.recovery.estimate import estimate_recovery, plan_from_config
+        from memprobe_engine.recovery.outcome_shares import header_specs, measure_shares
+
+        plan = plan_from_config(header.config)
+        if plan is None:
+            return None
+        # Branch shares from the recordings beside it, never its own: the estimate the run could have had.
+        shares = measure_shares([recording.parent], header_specs(header.config),
+                                fixed_dialogues=plan.dialogues is not None, framing=plan.settings.framing,
+                                exclude=recording)
+        return estimate_recovery(plan, shares)
+
+
+SPEC = RecoverySpec()

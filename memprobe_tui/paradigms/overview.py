@@ -1,0 +1,303 @@
+"""Paradigm run overview: the episodes of one system — paradigm, condition, expected behaviour, split,
+the score of every probe and the episode's accuracy — with ``s`` switching systems; live progress.
+
+The first screen of a protocol-B recording. Like the protocol-A overview it owns the recording's
+session work: it starts the index pass (a thread worker reporting progress) and, while the run has no
+run_end, a follow timer that picks up appended events and tells the screen on top to redraw.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import ClassVar
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.timer import Timer
+from textual.widgets import ProgressBar
+from textual.worker import get_current_worker
+
+from memprobe_engine.paradigms.read.queries import (
+    EpisodeRow,
+    episode_rows,
+    paradigm_systems,
+    system_accuracy,
+)
+from memprobe_engine.replay import ReplaySession
+from memprobe_tui.messages import IndexProgress, Loaded, RecordingGrew, ShowText
+from memprobe_tui.paradigms.episode_stepper import EpisodeScreen
+from memprobe_tui.paradigms.episode_table import EpisodeTable
+from memprobe_tui.paradigms.probe_inspector import ProbeScreen
+from memprobe_tui.paradigms.render import fmt_score
+from memprobe_tui.screens.base import ReplayScreen
+from memprobe_tui.widgets.search_prompt import SearchPrompt
+
+FOLLOW_EVERY_S = 1.0
+
+
+class ParadigmOverviewScreen(ReplayScreen):
+    """Rows: the episodes of the current system in run order."""
+
+    HELP = """\
+The episodes of one memory system in a **protocol-B (paradigm)** run. `s` shows the next system.
+
+- **acc**: the episode's accuracy — the share of its scored probes that are correct (score 1; partial
+  credit is not correct, as in the paper and the report); execution errors are left out. The title
+  gives the system's accuracy over all its probes and the mean score (partial credit counted).
+- **P1…**: each probe's score, by type: `cur` current value, `prev` previous value, `chg` change
+  detection, `src` source, `cfl` conflict, `tmp` temporal. Partial credit shows as `.5`, `.75`;
+  `excl` is an execution error (excluded from denominators); `…` not scored yet; `*` re-scored
+  (the latest score is shown, the inspector has both).
+- **expected**: whether the memory should *update* to the new value or *preserve* the old one.
+- **split**: the perturbation came in two parts (trigger, then the accepted value).
+
+Enter steps through the episode's sessions; `d` opens its first probe in the probe inspector;
+`x` compares the systems: each episode's accuracy under every system, side by side; `P` plots each
+system's accuracy per paradigm, its plasticity and stability. `f` keeps only the episodes whose id,
+paradigm, condition, expected behaviour or status contains a text; `o` cycles the order (by
+accuracy, highest first; by paradigm, condition, expected behaviour; back to run order); `/`
+searches the rows.
+"""
+
+    DEFAULT_CSS = """
+    ParadigmOverviewScreen ProgressBar { height: 1; padding: 0 1; }
+    ParadigmOverviewScreen ProgressBar.done { display: none; }
+    ParadigmOverviewScreen EpisodeTable { height: 1fr; }
+    """
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("enter", "episode", "Sessions", priority=True, id="paradigm.episode"),
+        Binding("d", "probe", "Probes", id="paradigm.probe"),  # as d opens the dimension inspector in A; p: previous
+        Binding("s", "switch_system", "System", id="paradigm.system"),
+        Binding("j", "cursor(1)", "Down", show=False, id="paradigm.down"),
+        Binding("k", "cursor(-1)", "Up", show=False, id="paradigm.up"),
+        Binding("x", "grid", "Systems", id="paradigm.across"),  # x: a grid, as on protocol A's overview
+        Binding("P", "plots", "Plots", id="paradigm.plots"),
+        Binding("f", "filter", "Filter", show=False, id="paradigm.filter"),
+        Binding("o", "sort", "Sort", show=False, id="paradigm.sort"),
+    ]
+
+    def __init__(self, session: ReplaySession, system: str | None = None) -> None:
+        super().__init__(session)
+        self.session: ReplaySession = session
+        self.system = system
+        self.systems: list[str] = []
+        self.rows: list[EpisodeRow] = []
+        #: ``f``: keep the episodes whose id, paradigm, condition, expected behaviour or status holds it.
+        self.only = ""
+        #: ``o``: the order of the list (None: run order).
+        self.sort: str | None = None
+        self._follow_timer: Timer | None = None
+
+    def compose(self) -> ComposeResult:
+        yield from self.compose_top()
+        yield ProgressBar(total=max(1, len(self.session)), show_eta=False, id="index-progress")
+        yield EpisodeTable(id="episodes")
+        yield from self.compose_bottom()
+
+    def on_mount(self) -> None:
+        self.set_title(f"indexing… · {len(self.session):,} events · {self.session.header.run_id} (paradigms)")
+        self.show_damage()
+        self.query_one(EpisodeTable).focus()
+        self.call_after_refresh(self._index)  # the first frame before the heavy pass
+
+    def on_unmount(self) -> None:
+        # A recording opened from the browser is this screen's to close (off the UI thread: closing
+        # waits for running passes); the one `memprobe replay` opened is closed by the command.
+        if getattr(self.app, "session", None) is not self.session:
+            self.workers.cancel_node(self)
+            threading.Thread(target=self.session.close, name="close recording", daemon=True).start()
+
+    # -- workers -------------------------------------------------------------------------------
+    @work(thread=True, exclusive=True, group="index", exit_on_error=False, name="index pass")
+    def _index(self) -> None:
+        worker = get_current_worker()
+        last = [0.0]
+
+        def progress(done: int, total: int) -> None:
+            now = time.monotonic()
+            if now - last[0] > 0.1:
+                last[0] = now
+                self.post_message(IndexProgress(done, total))
+
+        self.session.build_index(progress, lambda: worker.is_cancelled)
+        self._post_rows()
+        # A screen opened before the pass ended drew from a partial index: redraw it now.
+        self.post_message(RecordingGrew(0))
+        if not worker.is_cancelled:
+            self.session.scan_memory()  # while the list is read: the first store view then opens at once
+
+    def _post_rows(self) -> None:
+        systems = paradigm_systems(self.session)
+        system = self.system if self.system in systems else (systems[0] if systems else None)
+        rows = episode_rows(self.session, system) if system is not None else []
+        self.post_message(Loaded("paradigm overview", (systems, system, rows)))
+
+    @work(thread=True, exclusive=True, group="board", exit_on_error=False, name="episode list")
+    def _recompute(self) -> None:
+        self._post_rows()
+
+    @work(thread=True, exclusive=True, group="follow", exit_on_error=False, name="follow")
+    def _follow(self) -> None:
+        added = self.session.follow()
+        if added:
+            self._post_rows()
+            self.post_message(RecordingGrew(added))
+
+    def _poll(self) -> None:
+        if self.session.live:
+            if not any(w.group == "follow" and w.is_running for w in self.workers):
+                self._follow()
+        elif self._follow_timer is not None:
+            self._follow_timer.stop()
+
+    def reload(self) -> None:
+        super().reload()
+        if self.session.indexed:
+            self._recompute()
+
+    # -- message handlers ----------------------------------------------------------------------
+    def on_index_progress(self, message: IndexProgress) -> None:
+        self.query_one(ProgressBar).update(total=max(1, message.total), progress=message.done)
+
+    @on(Loaded)
+    def _loaded(self, message: Loaded) -> None:
+        self.systems, self.system, self.rows = message.data
+        self.query_one(ProgressBar).add_class("done")
+        shown = listed(self.rows, self.only, self.sort)
+        self.query_one(EpisodeTable).show(shown)
+        totals = system_accuracy(self.rows)
+        header = self.session.header
+        if self.session.live:
+            state = "live" if self.session.writer_alive() else "no run_end (interrupted?)"
+            if self._follow_timer is None:
+                self._follow_timer = self.set_interval(FOLLOW_EVERY_S, self._poll)
+        else:
+            state = self.session.index.run_status or "?"
+        which = f"{self.system} ({self.systems.index(self.system) + 1}/{len(self.systems)})" if self.system else \
+            "no episodes recorded yet"
+        excl = f", {totals.excluded} excl" if totals.excluded else ""
+        # The list's own state first: the title is cut at the terminal's width.
+        narrowed = (f" · only “{self.only}”: {len(shown)} of {len(self.rows)}" if self.only else "") + \
+            (f" · by {self.sort}" if self.sort else "")
+        self.set_title(f"{which}{narrowed} · acc {fmt_score(totals.accuracy)} (mean {fmt_score(totals.mean_score)}) "
+                       f"over {totals.scored} probes{excl} · {len(self.rows)} episodes · {state} · {header.run_id}")
+        self.seen_version = self.session.version
+        self.show_damage()
+
+    def on_recording_grew(self, message: RecordingGrew) -> None:
+        self.show_damage()
+        top = self.app.screen
+        if top is not self and isinstance(top, ReplayScreen) and top.session is self.session:
+            top.post_message(RecordingGrew(message.added))
+
+    # -- actions -------------------------------------------------------------------------------
+    def action_cursor(self, delta: int) -> None:
+        table = self.query_one(EpisodeTable)
+        table.move_cursor(row=max(0, table.cursor_row + delta))
+
+    def action_switch_system(self) -> None:
+        if len(self.systems) > 1 and self.system in self.systems:
+            self.system = self.systems[(self.systems.index(self.system) + 1) % len(self.systems)]
+            self._recompute()
+
+    def _selected(self) -> EpisodeRow | None:
+        episode_id = self.query_one(EpisodeTable).selected()
+        return next((r for r in self.rows if r.episode_id == episode_id), None)
+
+    def action_episode(self) -> None:
+        row = self._selected()
+        if row is not None:
+            self.app.push_screen(EpisodeScreen(self.session, row.episode_id, row.system))
+
+    def action_probe(self) -> None:
+        row = self._selected()
+        if row is None:
+            return
+        if not row.probes:
+            self.notify(f"{row.episode_id} has no probe recorded under {row.system} yet.")
+            return
+        self.app.push_screen(ProbeScreen(self.session, row.episode_id, row.system, row.probes[0].probe_index))
+
+    def action_grid(self) -> None:
+        """Every episode's accuracy under every system, side by side (the list shows one system)."""
+        self._across()
+
+    def action_plots(self) -> None:
+        from memprobe_tui.paradigms.plots import ParadigmPlotsScreen
+
+        self.app.push_screen(ParadigmPlotsScreen(self.session))
+
+    def action_filter(self) -> None:
+        self.app.push_screen(SearchPrompt("keep episodes whose id, paradigm, condition, expected or status "
+                                          "contains… (empty: all)", self.only,
+                                          label="Enter: filter · empty Enter: show all · Esc: cancel"),
+                             self._filter)
+
+    def _filter(self, text: str | None) -> None:
+        self.only = (text or "").strip()  # the prompt answers None for an empty Enter: every episode again
+        self._redraw_list()
+
+    def action_sort(self) -> None:
+        order: list[str | None] = [None, *SORTS]
+        self.sort = order[(order.index(self.sort) + 1) % len(order)]
+        self.notify(f"sorted by {self.sort}" + (", highest first" if self.sort == "accuracy" else "")
+                    if self.sort else "run order", timeout=3)
+        self._redraw_list()
+
+    def _redraw_list(self) -> None:
+        if self.systems or self.rows:
+            self.post_message(Loaded("paradigm overview", (self.systems, self.system, self.rows)))
+
+    @work(thread=True, exclusive=True, group="across", exit_on_error=False, name="systems side by side")
+    def _across(self) -> None:
+        rows = episode_rows(self.session)
+        self.post_message(ShowText(f"accuracy per episode × system · {self.session.header.run_id}",
+                                   across_lines(rows)))
+
+
+
+#: ``o`` cycles through these orders (after the run's own); ties keep the run order.
+SORTS: tuple[str, ...] = ("accuracy", "paradigm", "condition", "expected")
+
+
+def listed(rows: list[EpisodeRow], only: str, sort: str | None) -> list[EpisodeRow]:
+    """The rows the list shows: those that contain ``only`` (case-insensitive), in ``sort`` order."""
+    needle = only.lower()
+    kept = [r for r in rows if not needle or any(needle in str(v).lower() for v in (
+        r.episode_id, r.paradigm, r.condition, r.expected_behavior, r.status or "running"))]
+    if sort == "accuracy":  # highest first; unscored episodes last
+        return sorted(kept, key=lambda r: (r.accuracy is None, -(r.accuracy or 0.0)))
+    if sort is not None:
+        field = {"expected": "expected_behavior"}.get(sort, sort)
+        return sorted(kept, key=lambda r: str(getattr(r, field)))
+    return kept
+
+
+def across_lines(rows: list[EpisodeRow]) -> list[Text]:
+    """A text table: episodes down, systems across, each cell ``acc (scored)``; totals last."""
+    systems = list(dict.fromkeys(r.system for r in rows))
+    episodes = list(dict.fromkeys(r.episode_id for r in rows))
+    cell = {(r.episode_id, r.system): r for r in rows}
+    width = max([len(e) for e in episodes] + [len("all episodes")])
+    lines = [Text(f"{'episode':<{width}}  " + "  ".join(f"{s:>14}" for s in systems), style="bold")]
+    for episode in episodes:
+        first = next(r for r in rows if r.episode_id == episode)
+        text = Text(f"{episode:<{width}}  ")
+        for system in systems:
+            row = cell.get((episode, system))
+            acc = system_accuracy([row]) if row is not None else None
+            shown = "—" if acc is None else f"{fmt_score(acc.accuracy)} ({acc.scored})"
+            text.append(f"{shown:>14}  ")
+        text.append(f"{first.paradigm} · {first.condition}", style="dim")
+        lines.append(text)
+    total = Text(f"{'all episodes':<{width}}  ", style="bold")
+    for system in systems:
+        acc = system_accuracy([r for r in rows if r.system == system])
+        total.append(f"{fmt_score(acc.accuracy) + f' ({acc.scored})':>14}  ", style="bold")
+    lines.append(total)
+    lines.append(Text("acc: share of the scored probes answered correctly (n scored in brackets)", style="dim"))
+    return lines

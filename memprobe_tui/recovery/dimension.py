@@ -1,0 +1,346 @@
+"""Dimension inspector: one (user, system, dimension) — target and explanation, its task, the turns
+that carried evidence, slot-fill and judge under both access modes, retrieved top-k with scores,
+attribution stages — and the re-run panel.
+
+The re-run is a separate hook: an exclusive async worker awaits the engine's re-score function
+(:data:`memprobe_engine.replay.RescoreFunction`) with a sink that turns its output into messages;
+Escape cancels it. New scores show beside the originals as they arrive; when the re-score ends the
+screen re-reads the recording, where the engine appended them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, ClassVar
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.message import Message
+from textual.widgets import Input
+
+from memprobe_engine.errors import MemProbeError
+from memprobe_engine.recovery.read import DimensionDetail, RescoreFunction, RescoreRequest, dimension_detail
+from memprobe_engine.replay import ReplaySession, systems, unit_dimensions
+from memprobe_tui.messages import Loaded, RescoreFinished, RescoreScore, RescoreStage, RescoreText
+from memprobe_tui.recovery.render_dimension import dimension_lines, judge_call
+from memprobe_tui.screens.base import ReplayScreen
+from memprobe_tui.widgets.detail_log import DetailLog
+from memprobe_tui.widgets.rerun_panel import RerunPanel
+from memprobe_tui.recovery.navigation import open_transcript, rescore_of
+
+
+class MessageSink:
+    """A :class:`memprobe_engine.replay.RescoreSink` that posts to a screen (safe from any thread)."""
+
+    def __init__(self, screen: ReplayScreen) -> None:
+        self._post = screen.post_message
+
+    def _send(self, message: Message) -> None:
+        self._post(message)
+
+    def text(self, piece: str, stage: str | None = None) -> None:
+        self._send(RescoreText(piece, stage=stage))
+
+    def note(self, message: str) -> None:
+        self._send(RescoreText(message, note=True))
+
+    def stage(self, mode: str, stage: int, verdict: str, reason: str | None) -> None:
+        self._send(RescoreStage(mode, stage, verdict, reason))
+
+    def score(self, mode: str, score: float | None, reason: str | None) -> None:
+        self._send(RescoreScore(mode, score, reason))
+
+
+class DimensionScreen(ReplayScreen):
+    """``dimension`` None opens the unit's first dimension."""
+
+    HELP = """\
+**Dimension inspector** for one user × system × hidden dimension. *target*: the hidden user state
+the memory should let an assistant recover (short form, then the explanation). *task*: the
+request whose episode was meant to surface it. *evidence turns*: the turns that carried it (matched
+on the attribution's stage-1 evidence, else on the target's words).
+
+Then per access mode — **dump_all** (the slot-filler read the full store) and **retrieve** (only
+the top-k items retrieved for the query, shown with their similarity scores):
+
+| line | meaning |
+| --- | --- |
+| slot-fill | what the slot-filler recovered from memory (— excluded, with the reason) |
+| judge | the recovery judge's 0–1 score; `re-score (n)` the latest of n recorded re-scores; `re-run` a live re-run |
+| stage 0 | task design: can the task invite the dimension at all (can_invite / cannot_invite) |
+| stage 1 | disclosure: did the user disclose it in the dialogue (disclosed → a memory failure if not recovered) |
+| stage 2 | elicitation vs strictness: was it elicited, or is the judge too strict |
+| attribution | the resulting label: ok, memory_failure, task_design_failure, … |
+
+`r` re-runs slot-fill, judge and attribution with fresh model calls: it first asks for the model
+(prefilled with the configured slot-filler's; Enter runs, Esc cancels, nothing is written until
+Enter), because the new scores are appended to the recording. While it runs the status line shows
+the step, elapsed time and an upper-bound ETA; Esc cancels. `c` opens the recovery judge's LLM call (the slot-filler's when a rubric scored it
+without a call), `m` the store as the slot-filler read it (at its fill, each item with the step
+that wrote it; `kN` its rank in retrieve's top-k), `t` the task's transcript, `e` the first evidence
+turn, `[`/`]` the previous/next dimension, `s` the next system.
+
+The *why* block at the top answers "why was this not recovered?" in one line per mode: the fill,
+the judge's score, the attribution label and its stages (0 task design, 1 disclosure, 2 elicitation).
+Under each mode, *read* lists what the slot-filler read: the whole store (dump_all) or the top-k
+with similarity scores (retrieve), each item with `[T2.1]`, the step (task 2, turn 1) that wrote it.
+"""
+
+    DEFAULT_CSS = """
+    DimensionScreen #rerun-model { display: none; height: 3; }
+    DimensionScreen #rerun-model.shown { display: block; }
+    DimensionScreen DetailLog { height: 1fr; border-top: none; }
+    DimensionScreen DetailLog:focus { border-top: heavy $accent; }
+    """
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("r", "rerun", "Re-run", id="dimension.rerun"),
+        Binding("right_square_bracket", "next_dimension(1)", "Dim", key_display="[/]", id="dimension.next"),
+        Binding("left_square_bracket", "next_dimension(-1)", "Prev dim", show=False, id="dimension.prev"),
+        Binding("s", "switch_system", "System", id="dimension.system"),
+        Binding("t", "task", "Task", show=False, id="dimension.task"),  # the why block names it (80 columns)
+        Binding("e", "evidence", "Evidence", show=False, id="dimension.evidence"),  # the why block names it
+        Binding("c", "judge_call", "Call", id="dimension.call"),  # the judge's LLM call (short: 80 columns)
+        Binding("m", "memory", "Store", id="dimension.memory"),
+        Binding("j,down", "scroll(1)", "Down", show=False, id="dimension.down"),
+        Binding("k,up", "scroll(-1)", "Up", show=False, id="dimension.up"),
+    ]
+
+    def __init__(self, session: ReplaySession, user_id: str, system: str, dimension: str | None) -> None:
+        super().__init__(session)
+        self.session: ReplaySession = session
+        self.user_id, self.system, self.dimension = user_id, system, dimension
+        self.detail: DimensionDetail | None = None
+        self.live: dict[str, dict[str, Any]] = {}
+        self._scroll_home = False  # another dimension or system: start at its top, not the old offset
+        self._rescores_before: dict[str, int] = {}  # per mode, re-scores recorded when a re-run started
+
+    def compose(self) -> ComposeResult:
+        yield from self.compose_top()
+        yield Input(placeholder="model spec for the slot-filler and judges (Enter re-runs and appends, Esc cancels)",
+                    id="rerun-model", disabled=True)  # enabled while shown: never takes focus hidden
+        yield DetailLog(id="dimension")
+        yield RerunPanel(id="rerun", wrap=True)
+        yield from self.compose_bottom()
+
+    def on_mount(self) -> None:
+        if self.dimension is None:
+            names = unit_dimensions(self.session, self.user_id, self.system)
+            self.dimension = names[0] if names else None
+        self.reload()
+
+    def _rerun_key(self) -> tuple[str, str, str, str]:
+        return str(self.session.directory), self.user_id, self.system, self.dimension or ""
+
+    def reload(self) -> None:
+        super().reload()
+        panel = self.query_one(RerunPanel)
+        if not self.rerun_running():
+            if (earlier := self.nav.rerun_logs.get(self._rerun_key())) is not None:
+                panel.restore(f"re-score {self.dimension}", earlier)
+            else:
+                panel.remove_class("shown")
+        if self.dimension is None:
+            self.set_title(f"{self.user_id} × {self.system} · no dimensions recorded yet")
+            return
+        self.set_title(f"{self.user_id} × {self.system} · {self.dimension} · loading…")
+        self._load(self.dimension)
+
+    @work(thread=True, exclusive=True, group="load", exit_on_error=False, name="dimension detail")
+    def _load(self, dimension: str) -> None:
+        self.post_message(Loaded("dimension", dimension_detail(self.session, self.user_id, self.system, dimension)))
+
+    @on(Loaded)
+    def _loaded(self, message: Loaded) -> None:
+        self.detail = message.data
+        if self.live and self.detail is not None:  # a finished re-run read back from the recording
+            for name, mode in self.detail.modes.items():
+                if mode.pair is not None and mode.pair.rescores > self._rescores_before.get(name, mode.pair.rescores):
+                    self.live.pop(name, None)  # now listed as the recorded re-score: not twice
+        self._draw()
+
+    def _draw(self) -> None:
+        if self.detail is None:
+            return
+        d = self.detail
+        self.set_title(f"{d.user_id} × {d.system} · {d.dimension} ({d.category})")
+        log = self.query_one(DetailLog)
+        offset = log.scroll_offset
+        log.show(dimension_lines(d, self.live))
+        if self._scroll_home:
+            self._scroll_home = False
+            log.scroll_to(0, 0, animate=False)
+        else:
+            log.scroll_to(offset.x, offset.y, animate=False)
+
+    # -- re-run --------------------------------------------------------------------------------
+    def rerun_running(self) -> bool:
+        return any(w.group == "rescore" and w.is_running for w in self.workers)
+
+    def action_rerun(self) -> None:
+        rescore = rescore_of(self.app)
+        if rescore is None:
+            self.notify("Re-score is not available in this build: memprobe_engine.recovery.rescore."
+                        "rescore_dimension was not found.", severity="warning")
+            return
+        if self.dimension is None or self.rerun_running():
+            return
+        # A re-run appends to the audited recording: ask first, with the model it will use.
+        box = self.query_one("#rerun-model", Input)
+        if not box.value:
+            box.value = self._default_model()
+        box.disabled = False
+        box.add_class("shown")
+        box.border_title = "re-run appends to this recording: model for slot-filler and judges · Enter runs · Esc cancels"
+        box.focus()
+
+    def _default_model(self) -> str:
+        """The slot-filler's configured model (``memprobe replay --model/--config``, else the environment)."""
+        from memprobe_engine.recovery.rescore import rescore_config
+
+        configured = getattr(rescore_of(self.app), "keywords", {}).get("llm_config")  # the CLI's functools.partial
+        try:
+            return rescore_config(configured).spec_for("slot_filler").spec_string()
+        except MemProbeError:
+            return ""
+
+    @on(Input.Submitted, "#rerun-model")
+    def _model_chosen(self, event: Input.Submitted) -> None:
+        box = self.query_one("#rerun-model", Input)
+        box.remove_class("shown")
+        box.disabled = True
+        rescore = rescore_of(self.app)
+        if rescore is None or self.dimension is None:
+            return
+        self.live = {}
+        self._rescores_before = {name: mode.pair.rescores if mode.pair else 0
+                                 for name, mode in (self.detail.modes.items() if self.detail else [])}
+        chosen = event.value.strip()
+        spec = chosen if chosen and chosen != self._default_model() else None  # None: the configured models
+        request = RescoreRequest(self.session.directory, self.user_id, self.system, self.dimension, model=spec)
+        self.query_one(RerunPanel).start(f"re-score {self.dimension}" + (f" with {spec}" if spec else ""),
+                                         len(request.modes))
+        self.query_one(DetailLog).focus()
+        self._rerun(rescore, request)
+
+    @work(exclusive=True, group="rescore", exit_on_error=False, name="re-score")
+    async def _rerun(self, rescore: RescoreFunction, request: RescoreRequest) -> None:
+        try:
+            await rescore(request, MessageSink(self))
+        except asyncio.CancelledError:
+            self.post_message(RescoreFinished("cancelled"))
+            raise
+        except Exception as err:
+            self.post_message(RescoreFinished(f"failed: {err}"))
+            raise  # the screen's Worker.StateChanged handler reports it
+        self.post_message(RescoreFinished("done"))
+
+    @on(RescoreText)
+    def _rescore_text(self, message: RescoreText) -> None:
+        panel = self.query_one(RerunPanel)
+        if message.note:
+            panel.line(message.text)
+        else:
+            panel.write(message.text, message.stage)
+
+    @on(RescoreStage)
+    def _rescore_stage(self, message: RescoreStage) -> None:
+        self.live.setdefault(message.mode, {}).setdefault("stages", []).append((message.stage, message.verdict))
+        self.query_one(RerunPanel).line(f"[{message.mode}] stage {message.stage}: {message.verdict}")
+        self._draw()
+
+    @on(RescoreScore)
+    def _rescore_score(self, message: RescoreScore) -> None:
+        self.live.setdefault(message.mode, {}).update(score=message.score, reason=message.reason)
+        self.query_one(RerunPanel).line(f"[{message.mode}] new score: {message.score}")
+        self._draw()
+
+    @on(RescoreFinished)
+    def _rescore_finished(self, message: RescoreFinished) -> None:
+        panel = self.query_one(RerunPanel)
+        panel.finish(message.outcome)
+        if self.dimension is not None:  # kept for this session: reopening the inspector shows it again
+            self.nav.rerun_logs[self._rerun_key()] = panel.text
+        if message.outcome == "done":
+            self._pick_up()
+
+    @work(thread=True, exclusive=True, group="follow", exit_on_error=False, name="read re-score")
+    def _pick_up(self) -> None:
+        self.session.follow()  # the engine appended the re-score's events: index them, then redraw
+        if self.dimension is not None:
+            self.post_message(Loaded("dimension", dimension_detail(self.session, self.user_id, self.system,
+                                                                   self.dimension)))
+
+    def action_back(self) -> None:
+        box = self.query_one("#rerun-model", Input)
+        if box.has_class("shown"):  # Esc first closes the model box: nothing is run or written
+            box.remove_class("shown")
+            box.disabled = True
+            self.query_one(DetailLog).focus()
+            return
+        if self.rerun_running():
+            self.workers.cancel_group(self, "rescore")  # Esc cancels the re-run first
+            return
+        super().action_back()
+
+    # -- navigation ----------------------------------------------------------------------------
+    def action_scroll(self, delta: int) -> None:
+        log = self.query_one(DetailLog)
+        log.scroll_to(y=max(0, log.scroll_y + delta * 3), animate=False)
+
+    def action_next_dimension(self, delta: int) -> None:
+        names = unit_dimensions(self.session, self.user_id, self.system)
+        if names and self.dimension in names:
+            self.dimension = names[(names.index(self.dimension) + delta) % len(names)]
+            self.live = {}
+            self._scroll_home = True
+            self.reload()
+
+    def action_switch_system(self) -> None:
+        names = systems(self.session)
+        if len(names) > 1:
+            self.system = names[(names.index(self.system) + 1) % len(names)] if self.system in names else names[0]
+            self.live = {}
+            self._scroll_home = True
+            self.reload()
+
+    def action_task(self) -> None:
+        if self.detail is not None and self.detail.episode is not None:
+            open_transcript(self.app, self.session, self.user_id, self.system,
+                                     (self.detail.episode.task_index, 0))
+
+    def action_evidence(self) -> None:
+        if self.detail is None:
+            return
+        if not self.detail.evidence_turns:
+            probe = "the stage-1 evidence" if self.detail.evidence else "the target's words"
+            self.notify(f"No turn of this task's dialogue carries {probe}, so there is no turn to open; "
+                        "t opens the task's transcript.")
+            return
+        first = self.detail.evidence_turns[0]
+        open_transcript(self.app, self.session, self.user_id, self.system, (first.task_index, first.turn))
+
+    def action_judge_call(self) -> None:
+        if self.detail is None:
+            return
+        call = judge_call(self.detail)
+        if call is not None:
+            self.nav.open_llm_call(self.session, call[0])
+        else:
+            self.notify("No LLM call is recorded for this dimension.")
+
+    def action_memory(self) -> None:
+        """The store the slot-filler read, at its fill, with each item's rank in retrieve's top-k."""
+        d = self.detail
+        if d is None or d.fill_seq is None:
+            self.notify("No slot-fill is recorded for this dimension yet: there is no store at fill time to show.")
+            return
+        top_k = next((m for m in d.modes.values() if m.mode != "dump_all" and m.retrieved), None)
+        marks = {item_id: f"k{rank}" for rank, (item_id, _, _) in enumerate(top_k.retrieved, 1)} if top_k else {}
+        context = (f"at the slot-fill of {d.dimension} (seq {d.fill_seq}): dump_all read every item"
+                   + ("; kN = rank in retrieve's top-k" if marks else ""))
+        from memprobe_tui.screens.memory import MemoryScreen  # a screen opened from here only
+
+        self.app.push_screen(MemoryScreen(self.session, self.user_id, self.system, (d.fill_seq, d.fill_seq),
+                                          read=marks, context=context))

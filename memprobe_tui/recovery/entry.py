@@ -1,0 +1,27 @@
+"""Protocol A's TUI entry: its overview, its screens, its palette and its compare app (named by the spec's
+``tui`` line)."""
+
+from __future__ import annotations
+
+from memprobe_engine.replay import ReplaySession
+
+from memprobe_tui.protocols import TuiEntry
+from memprobe_tui.recovery.commands import ReplayCommands
+from memprobe_tui.recovery.dimension import DimensionScreen
+from memprobe_tui.recovery.navigation import RESCORE, live_hooks
+from memprobe_tui.recovery.overview import OverviewScreen
+from memprobe_tui.recovery.transcript import TranscriptScreen
+
+
+
+def run_compare(base: ReplaySession, other: ReplaySession, base_system: str | None, other_system: str | None,
+                no_color: bool) -> None:
+    """The replay app on the case grid of two runs (it imports the app: loaded on first use)."""
+    from memprobe_tui.recovery.compare_app import CompareApp
+
+    CompareApp(session=base, other=other, base_system=base_system, other_system=other_system, no_color=no_color,
+               live={RESCORE: None}).run()
+
+
+ENTRY = TuiEntry(overview=OverviewScreen, screens=(OverviewScreen, TranscriptScreen, DimensionScreen),
+                 commands=(ReplayCommands,), live_hooks=live_hooks, compare=run_compare)

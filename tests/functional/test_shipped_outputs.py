@@ -1,0 +1,34 @@
+"""Every shipped recording reports, and pairs of them compare, byte for byte as they did before the
+protocol packages were reorganised (``tests/fixtures/shipped-outputs`` holds what the earlier tree
+printed; the TUI's snapshots cover the screens)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+EXPECTED = REPO / "tests" / "fixtures" / "shipped-outputs"
+
+COMMANDS = {
+    **{f"{name}.txt": ["report", f"recordings/{name}"] for name in (
+        "release-a-user_001-amem", "release-a-user_001-mem0", "sample-paradigms-quick",
+        "sample-quick-fixed-user_001", "sample-quick-live-sim_01", "sample-quick-sim_01")},
+    "compare-release-a.txt": ["compare", "recordings/release-a-user_001-amem", "recordings/release-a-user_001-mem0"],
+    "compare-sim.txt": ["compare", "recordings/sample-quick-sim_01", "recordings/sample-quick-live-sim_01"],
+    "compare-paradigms.txt": ["compare", "recordings/sample-paradigms-quick", "recordings/sample-paradigms-quick"],
+    "compare-layers.txt": ["compare", "--layers", "recordings/release-a-user_001-mem0"],
+}
+
+
+@pytest.mark.parametrize("expected", sorted(COMMANDS))
+def test_output_is_unchanged(expected: str) -> None:
+    # compare-layers.txt is an error (the recording holds no layer), printed on stderr with exit 2.
+    result = subprocess.run([sys.executable, "-m", "memprobe_tui.main", *COMMANDS[expected]], cwd=REPO,
+                            capture_output=True, text=True, env={**os.environ, "COLUMNS": "100"}, timeout=300)
+    printed = result.stdout if result.returncode == 0 else result.stdout + result.stderr
+    assert printed == (EXPECTED / expected).read_text()
