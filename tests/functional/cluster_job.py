@@ -17,8 +17,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections import Counter
 from pathlib import Path
@@ -117,10 +119,21 @@ def main() -> None:
     driver = out / "driver"
     dims = ALL_DIMS[:args.dims]
     result: dict[str, Any] = {}
+    # The nodes' folders sit high in /tmp: a Ray node's socket paths must stay under 108 bytes.
+    cluster = Path(tempfile.mkdtemp(prefix="mp-ray-"))
     env = {key: value for key, value in os.environ.items() if not key.startswith(("MEMPROBE_", "RAY_ADDRESS"))}
     env.update({"PYTHONPATH": str(ROOT), KEY_ENV: KEY, "MEMPROBE_CACHE_DIR": str(driver / "cache"),
                 "RAY_AUTH_MODE": "disabled"})
     os.environ["LOOPBACK_REQUIRE_KEY"] = KEY  # the endpoint's, which refuses any other key
+    try:
+        run_all(args, out, driver, cluster, dims, env, result)
+    finally:
+        shutil.rmtree(cluster, ignore_errors=True)
+    (out / "result.json").write_text(json.dumps(result, indent=1))
+
+
+def run_all(args: argparse.Namespace, out: Path, driver: Path, cluster: Path, dims: list[str], env: dict[str, str],
+            result: dict[str, Any]) -> None:
     with running_endpoint(args.latency) as (url, _):
         write_inputs(driver, url)
         memprobe(run_args("first", "first.toml", dims), driver, env)
@@ -129,7 +142,7 @@ def main() -> None:
         stats.append(raw_stats(url))
         # A submitted job's driver runs on the head in the head's environment: the key is exported there.
         head_env = {KEY_ENV: KEY} if args.submit else None
-        with two_nodes(out / "cluster", dashboard=args.submit, head_env=head_env) as (address, job_server):
+        with two_nodes(cluster, dashboard=args.submit, head_env=head_env) as (address, job_server):
             ray = [*run_args("ray", "job.toml", dims), "--executor", "ray", "--ray-address", address]
             result["ray_s"] = memprobe(ray, driver, env)
             stats.append(raw_stats(url))
@@ -145,7 +158,7 @@ def main() -> None:
                                     "seconds": round(time.monotonic() - started, 1),
                                     "output": (done.stdout + done.stderr)[-3000:]}
                 stats.append(raw_stats(url))
-        secret_files = files_holding([out / "cluster", driver / "first", driver / "local", driver / "ray"],
+        secret_files = files_holding([cluster, driver / "first", driver / "local", driver / "ray"],
                                      KEY.encode())
     for name in ("local", "ray"):
         result[name] = recorded(driver / name)
@@ -159,8 +172,7 @@ def main() -> None:
     }
     result["secret_files"] = secret_files
     result["nodes_with_units"] = [node for node in ("head", "node2") if any(
-        b"run_unit_task" in log.read_bytes() for log in (out / "cluster" / node / "ray").glob("session_2*/logs/worker-*"))]
-    (out / "result.json").write_text(json.dumps(result, indent=1))
+        b"run_unit_task" in log.read_bytes() for log in (cluster / node / "ray").glob("session_2*/logs/worker-*"))]
 
 
 if __name__ == "__main__":
