@@ -38,18 +38,22 @@ class RunNeeds:
     embedding_spec: str | None = None
 
 
+#: A value units share across processes: JSON-shaped (it travels between them).
+SharedValue = dict[str, Any] | list[Any] | str | int | float | bool | None
+
+
 class SharedValues(Protocol):
     """Values the units of one run share across processes (a Ray run's relay at the driver), by key:
     the first unit to :meth:`acquire` a key works it out and :meth:`put` s it (or :meth:`release` s it
     when it could not); every other unit that asks meanwhile waits for that value instead of working
     it out again. Values are JSON-shaped (they travel between processes)."""
 
-    async def acquire(self, key: str) -> Any:
+    async def acquire(self, key: str) -> SharedValue:
         """The value held for ``key``, waiting while another unit works it out; None: the caller
         works it out and must then ``put`` or ``release`` it."""
         ...
 
-    def put(self, key: str, value: Any) -> Any:
+    def put(self, key: str, value: SharedValue) -> SharedValue:
         """Hold ``value`` unless a value was held first; returns the one held."""
         ...
 
@@ -123,4 +127,4 @@ class BenchmarkProtocol(Protocol[UnitT]):
         ...
 
 
-__all__ = ["BenchmarkProtocol", "RunNeeds", "RunServices", "SharedValues"]
+__all__ = ["BenchmarkProtocol", "RunNeeds", "RunServices", "SharedValue", "SharedValues"]

@@ -54,12 +54,13 @@ from memprobe_engine.errors import ConfigError, MemProbeError
 from memprobe_engine.events.header import RecordingHeader
 from memprobe_engine.events.writer import EventWriter
 from memprobe_engine.orchestration.progress import ProgressHook
-from memprobe_engine.orchestration.protocol import BenchmarkProtocol, RunServices
+from memprobe_engine.orchestration.protocol import BenchmarkProtocol, RunServices, SharedValue
 from memprobe_engine.orchestration.relay import (VALUE_PREFIX, EventFunnel, Item, RelayedResponses, RelayShare,
                                                  RelayWriter)
 from memprobe_engine.orchestration.units import UnitTally, longest_first, system_cost
 
 if TYPE_CHECKING:
+    from memprobe_engine.llm.client import BackendFactory
     from memprobe_engine.llm.config import LLMConfig
     from memprobe_engine.llm.spec import ModelSpec
     from memprobe_engine.llm.types import ChatBackend, ChatResult
@@ -228,7 +229,7 @@ class _Relay:
     back when the unit's next attempt :meth:`begin` s."""
 
     def __init__(self, responses: dict[str, dict[str, Any]]) -> None:
-        self._held: dict[str, Any] = dict(responses)
+        self._held: dict[str, SharedValue] = dict(responses)
         self._pending: dict[str, tuple[str, asyncio.Future[None]]] = {}
         self._attempts: dict[int, str] = {}
         self._batches: list[tuple[int, str, list[Item]]] = []
@@ -240,12 +241,14 @@ class _Relay:
         if earlier is not None:
             for key in [key for key, (owner, _) in self._pending.items() if owner == earlier]:
                 self._settle(key)
-        return {key: value for key, value in self._held.items() if not key.startswith(VALUE_PREFIX)}
+        return await self.responses()
 
     async def responses(self) -> dict[str, dict[str, Any]]:
-        return {key: value for key, value in self._held.items() if not key.startswith(VALUE_PREFIX)}
+        """The model answers held (request hash → result JSON), without the shared values."""
+        return {key: value for key, value in self._held.items()
+                if not key.startswith(VALUE_PREFIX) and isinstance(value, dict)}
 
-    async def acquire(self, key: str, attempt: str) -> Any:
+    async def acquire(self, key: str, attempt: str) -> SharedValue:
         """The value held for ``key`` (waiting while another attempt works it out), or None: ``attempt``
         works it out now and claims or releases it."""
         while True:
@@ -257,7 +260,7 @@ class _Relay:
                 return None
             await pending[1]
 
-    async def claim(self, key: str, result: Any) -> Any:
+    async def claim(self, key: str, result: SharedValue) -> SharedValue:
         """Keep a unit's fresh answer unless another unit's came first; the one kept."""
         kept = self._held.setdefault(key, result)
         self._settle(key)
@@ -302,11 +305,13 @@ def _run_unit(job: UnitJob, index: int, relay: RelayHandle) -> float:
         if wait:
             ray.get(sent)
 
-    async def acquire(key: str) -> Any:
-        return await relay.acquire.remote(key, attempt)  # type: ignore[misc]  # an ObjectRef is awaitable
+    async def acquire(key: str) -> SharedValue:
+        held: SharedValue = await relay.acquire.remote(key, attempt)  # type: ignore[misc]  # an ObjectRef is awaitable
+        return held
 
-    def claim(key: str, value: Any) -> Any:
-        return ray.get(relay.claim.remote(key, value))
+    def claim(key: str, value: SharedValue) -> SharedValue:
+        kept: SharedValue = ray.get(relay.claim.remote(key, value))
+        return kept
 
     def release(key: str) -> None:
         relay.release.remote(key)
@@ -341,7 +346,7 @@ def _run_unit(job: UnitJob, index: int, relay: RelayHandle) -> float:
     return time.monotonic() - started
 
 
-def _backends_from(base: Path) -> Any:
+def _backends_from(base: Path) -> BackendFactory:
     """The worker's backend factory: a relative ``replay:`` folder is the driver's, resolved against
     ``base`` (the driver's folder); one this node cannot see is refused in one line."""
     from memprobe_engine.llm.backends import make_backend

@@ -32,6 +32,7 @@ from memprobe_engine.events.union import POINTERS_OF_KIND
 from memprobe_engine.events.writer import E, EventWriter
 from memprobe_engine.llm.cache import ResponseStore
 from memprobe_engine.llm.types import ChatResult
+from memprobe_engine.orchestration.protocol import SharedValue
 from memprobe_engine.orchestration.resume import RecordedResponses
 
 #: One thing a worker hands the driver: ``("event", line)`` (the event's JSON, scrubbed),
@@ -41,10 +42,10 @@ Item = tuple[Any, ...]
 Send = Callable[[list[Item], bool], None]
 #: Hands the driver a fresh answer (request hash, result JSON) and returns the answer the run goes on
 #: from: the first any unit handed it for that request.
-Claim = Callable[[str, Any], Any]
+Claim = Callable[[str, SharedValue], SharedValue]
 #: Asks the driver for a key before working it out: the value held there (waiting while another unit
 #: works it out), or None — the asker works it out, then claims or releases it.
-Acquire = Callable[[str], Awaitable[Any]]
+Acquire = Callable[[str], Awaitable[SharedValue]]
 #: Hands a key back that the asker acquired but could not work out (its call failed).
 Release = Callable[[str], None]
 #: Keys of values other than model answers (a protocol's shared memo) start with this.
@@ -165,10 +166,10 @@ class RelayShare:
     def __init__(self, acquire: Acquire, claim: Claim, release: Release) -> None:
         self._acquire, self._claim, self._release = acquire, claim, release
 
-    async def acquire(self, key: str) -> Any:
+    async def acquire(self, key: str) -> SharedValue:
         return await self._acquire(_value_key(key))
 
-    def put(self, key: str, value: Any) -> Any:
+    def put(self, key: str, value: SharedValue) -> SharedValue:
         return self._claim(_value_key(key), value)
 
     def release(self, key: str) -> None:

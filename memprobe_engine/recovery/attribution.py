@@ -83,10 +83,10 @@ class Stage0Cache:
         if self.shared is None or key in self._verdicts or key in self._owned:
             return
         held = await self.shared.acquire(_shared_key(key))
-        if held is None:
-            self._owned.add(key)
-        else:
+        if isinstance(held, dict):
             self._verdicts.setdefault(key, Stage0Verdict(can_invite=bool(held["can_invite"]), reason=str(held["reason"])))
+        else:
+            self._owned.add(key)
 
     def settle(self, user_id: str, dimension: str) -> None:
         """After asking: a key this unit took on but found no verdict for goes back to the others."""
