@@ -34,6 +34,7 @@ from memprobe_engine.cli.merge_cmd import merge_recordings  # noqa: E402
 from memprobe_engine.events.reader import open_recording  # noqa: E402
 from memprobe_engine.llm.config import LLMConfig  # noqa: E402
 from memprobe_engine.llm.spec import parse_spec  # noqa: E402
+from memprobe_engine.orchestration.relay import LOST_WORKER  # noqa: E402
 from memprobe_engine.recovery.run_options import RecoveryOptions, recovery_plan  # noqa: E402
 from memprobe_engine.recovery.runner import run_recovery  # noqa: E402
 from tests.functional.recovery_oracle import RecoveryOracle  # noqa: E402
@@ -62,10 +63,13 @@ def critical_path(latency: float, concurrency: int, work: Path) -> float:
     return seconds
 
 
-def counted(record: Path) -> tuple[int, int]:
+def counted(record: Path) -> tuple[int, int, int]:
+    """(calls recorded, calls sent, unit attempts lost with their worker)."""
     with open_recording(record) as reader:
         calls = list(reader.iter_events(kinds=["llm_call"]))
-    return len(calls), sum(1 for c in calls if not c.cache_hit and c.error is None)  # type: ignore[union-attr]
+        lost = len({(e.user_id, e.system) for e in reader.iter_events(kinds=["span_end"])
+                    if e.error == LOST_WORKER})  # type: ignore[union-attr]
+    return len(calls), sum(1 for c in calls if not c.cache_hit and c.error is None), lost  # type: ignore[union-attr]
 
 
 def run(args: list[str], env: dict[str, str]) -> float:
@@ -102,8 +106,8 @@ def main() -> None:
                 if len(records) > 1:
                     merged = merge_recordings(work / f"{name}-merged", records)
                     record = merged.out
-                calls, sent = counted(record)
-                rows.append({"run": name, "wall_s": seconds, "calls": calls, "sent": sent,
+                calls, sent, lost = counted(record)
+                rows.append({"run": name, "wall_s": seconds, "calls": calls, "sent": sent, "lost": lost,
                              "endpoint": after["answered"] - before["answered"],
                              "twice": twice(before["bodies"], after["bodies"]), "ratio": seconds / path})
 
@@ -126,11 +130,12 @@ def main() -> None:
                         [work / f"sh.shard-{i}-of-{SHARDS}" for i in range(SHARDS)])
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    print("| run | wall | calls recorded | sent | endpoint answered | sent twice | wall ÷ critical path |")
-    print("| --- | --- | --- | --- | --- | --- | --- |")
+    print("| run | wall | calls recorded | sent | endpoint answered | sent twice | units lost with a worker | "
+          "wall ÷ critical path |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for row in rows:
         print(f"| {row['run']} | {row['wall_s']:.1f} s | {row['calls']:,} | {row['sent']:,} | {row['endpoint']:,} | "
-              f"{row['twice']} | {row['ratio']:.2f}× |")
+              f"{row['twice']} | {row['lost']} | {row['ratio']:.2f}× |")
 
 
 if __name__ == "__main__":
