@@ -10,6 +10,7 @@ Inside a Slurm job array, the shard defaults to the array task's (:func:`shard_f
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 import zlib
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -63,6 +64,7 @@ def unit_seed(run_seed: int, subject_id: str, system: str) -> int:
     return zlib.crc32(f"{run_seed}:{subject_id}:{system}".encode())
 
 
+@functools.lru_cache(maxsize=256)
 def system_cost(system: str) -> float:
     """A unit's relative cost by its memory system, for ordering: 1 for a system that calls no model and
     embeds nothing (``nomem``, ``longctx_full``), +2 for one that writes its memories with model calls
