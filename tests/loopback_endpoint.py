@@ -12,8 +12,10 @@ answers HTTP 503 to every chat request after the N-th (an endpoint going down mi
 ``--exit-after N`` closes the listener and exits instead (``POST …/exit-after`` with N as the body
 sets it on a running endpoint, counted from then). ``GET …/stats`` answers how many chat
 requests it answered and how often each distinct request body (by hash) was among them, in all and
-per ``X-MemProbe-Unit`` header. A ``SIGTERM`` stops it; ``--log FILE`` then
-receives how many chat requests it answered. :func:`running_endpoint` starts one in its own process.
+per ``X-MemProbe-Unit`` header. A ``SIGTERM`` stops it; ``--log FILE`` then (or its exit after
+``--exit-after``) receives how many chat requests it answered and the answers it delivered per unit. With ``LOOPBACK_REQUIRE_KEY`` set in its environment it
+answers HTTP 401 to every request whose ``Authorization`` is not ``Bearer`` that key, and counts them
+(``GET …/stats`` ``refused``). :func:`running_endpoint` starts one in its own process.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import argparse
 import asyncio
 import contextlib
 import hashlib
+import os
 import signal
 import subprocess
 import sys
@@ -35,7 +38,7 @@ import orjson
 from memprobe_engine.llm.types import ChatMessage, ChatRequest
 from tests.functional.recovery_oracle import RecoveryOracle
 
-_STATUS = {200: b"OK", 404: b"Not Found", 503: b"Service Unavailable"}
+_STATUS = {200: b"OK", 401: b"Unauthorized", 404: b"Not Found", 503: b"Service Unavailable"}
 
 
 def _response(status: int, body: bytes) -> bytes:
@@ -61,6 +64,12 @@ class LoopbackEndpoint:
         self.unit_bodies: Counter[str] = Counter()
         self.stop = asyncio.Event()
         self.connections: set[asyncio.StreamWriter] = set()
+        #: The key every request must carry (``LOOPBACK_REQUIRE_KEY``), None: any.
+        self.required_key = os.environ.get("LOOPBACK_REQUIRE_KEY") or None
+        #: Requests refused for a missing or wrong key.
+        self.refused = 0
+        #: The port this endpoint listens on (set once it listens).
+        self.port = 0
 
     def chat(self, body: bytes, unit: str = "") -> tuple[int, bytes]:
         request = orjson.loads(body)
@@ -92,21 +101,28 @@ class LoopbackEndpoint:
                         unit = value.strip()
                 body = await reader.readexactly(length) if length else b""
                 method, path = request_line.split(" ")[:2]
-                if method == "POST" and path.endswith("/chat/completions"):
+                authorization = next((line.partition(":")[2].strip() for line in lines
+                                      if line.partition(":")[0].lower() == "authorization"), "")
+                if self.required_key is not None and not path.endswith("/stats") \
+                        and authorization != f"Bearer {self.required_key}":
+                    self.refused += 1
+                    status, payload = 401, b'{"error": {"message": "invalid api key", "type": "invalid_request_error"}}'
+                elif method == "POST" and path.endswith("/chat/completions"):
                     if self.delay_s:
                         await asyncio.sleep(self.delay_s)
                     status, payload = self.chat(body, unit)
-                    if status == 200:
-                        self.units[unit] += 1
                     if self.exit_after is not None and self.answered > self.exit_after:
                         self.stop.set()
                         return  # the connection drops without an answer: the endpoint died
+                    if status == 200:
+                        self.units[unit] += 1  # answers delivered, per unit
                 elif method == "POST" and path.endswith("/exit-after"):
                     self.exit_after = self.answered + int(body or b"0")
                     status, payload = 200, b"{}"
                 elif method == "GET" and path.endswith("/stats"):
                     status, payload = 200, orjson.dumps({"answered": self.answered, "bodies": self.bodies,
-                                                        "units": self.units, "unit_bodies": self.unit_bodies})
+                                                        "units": self.units, "unit_bodies": self.unit_bodies,
+                                                        "refused": self.refused, "port": self.port})
                 elif method == "GET" and path.endswith("/models"):
                     status, payload = 200, b'{"object": "list", "data": [{"id": "scripted"}]}'
                 else:
@@ -122,7 +138,7 @@ class LoopbackEndpoint:
 async def serve(args: argparse.Namespace) -> None:
     endpoint = LoopbackEndpoint(args.delay, args.fail_after, args.exit_after)
     server = await asyncio.start_server(endpoint.serve_connection, "127.0.0.1", args.port, backlog=512)
-    port = server.sockets[0].getsockname()[1]
+    port = endpoint.port = server.sockets[0].getsockname()[1]
     loop = asyncio.get_running_loop()
     loop.add_signal_handler(signal.SIGTERM, endpoint.stop.set)
     loop.add_signal_handler(signal.SIGINT, endpoint.stop.set)
@@ -132,7 +148,7 @@ async def serve(args: argparse.Namespace) -> None:
     for connection in list(endpoint.connections):
         connection.close()
     if args.log:
-        Path(args.log).write_text(orjson.dumps({"answered": endpoint.answered}).decode())
+        Path(args.log).write_text(orjson.dumps({"answered": endpoint.answered, "units": endpoint.units}).decode())
 
 
 @contextlib.contextmanager

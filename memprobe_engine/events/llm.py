@@ -62,6 +62,9 @@ class LLMCall(EventBase):
     #: Why generation stopped, as the backend said: "stop", "length" (cut off by max_tokens), …;
     #: None where the backend does not say (streamed calls, older recordings).
     finish_reason: str | None = None
+    #: For a role with several endpoints (``URL1,URL2,…``): the index in that list of the endpoint
+    #: that answered; None for one endpoint, a cache hit, and recordings made before this field.
+    endpoint: int | None = None
 
 
 class EmbeddingBatch(EventBase):

@@ -23,7 +23,7 @@ import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from pydantic import ValidationError
 
@@ -54,6 +54,18 @@ class ResponseStore(Protocol):
         holds. The first answer wins, so every unit of a run that asks one request — in other
         processes too — goes on from the same answer, and a resume serves each what it used."""
         ...
+
+
+@runtime_checkable
+class SharedStore(ResponseStore, Protocol):
+    """A store shared with clients in other processes (a Ray run's units, through the driver's relay),
+    asked before a request is sent: a request another unit has answered, or is asking right now, is
+    not sent again — :meth:`acquire` waits for that answer; None makes this client the one that sends
+    it, and then :meth:`put` hands the answer on or :meth:`release` (the call failed) hands it back."""
+
+    async def acquire(self, key: str) -> ChatResult | None: ...
+
+    def release(self, key: str) -> None: ...
 
 
 def endpoint_of(spec: ModelSpec, env: Mapping[str, str]) -> str:

@@ -41,7 +41,7 @@ from pydantic import BaseModel
 from memprobe_engine.errors import LLMError, MemProbeError
 from memprobe_engine.events.llm import LLMCall, RecordedMessage, RetryNote, TokenUsage
 from memprobe_engine.events.recorder import NULL_RECORDER, Recorder
-from memprobe_engine.llm.cache import ResponseStore, endpoint_of
+from memprobe_engine.llm.cache import ResponseStore, SharedStore, endpoint_of
 from memprobe_engine.llm.config import LLMConfig
 from memprobe_engine.llm.hashing import current_role, request_hash
 from memprobe_engine.llm.secrets import scrub_shapes
@@ -123,6 +123,9 @@ class _Call:
     cache_hits: int = 0
     repairs: int = 0
     text: str | None = None
+    #: The index, in the role's list of endpoints, of the one that answered the last round sent (None:
+    #: one endpoint, or no round was sent).
+    endpoint: int | None = None
     finish_reason: str | None = None  # of the last round, as the backend reported it ("length": cut off)
 
     def request(self) -> ChatRequest:
@@ -177,6 +180,8 @@ class ChatClient:
         self.config = config
         self.recorder = recorder
         self.cache = cache
+        #: The cache, when it is shared with other processes and asked before each request is sent.
+        self._shared = cache if isinstance(cache, SharedStore) else None
         self._factory = backend_factory
         self._backoff_base_s = backoff_base_s
         self._backoff_max_s = backoff_max_s
@@ -340,7 +345,14 @@ class ChatClient:
         pending.add_done_callback(lambda done: done.cancelled() or done.exception())  # no "never retrieved"
         self._in_flight[sending] = pending
         try:
-            result = self._store(call, key, await self._attempts(call, request))
+            share = self._shared is not None and call.spec.backend != "replay"
+            shared = await self._shared.acquire(key) if share and self._shared is not None else None
+            if shared is not None:  # another process's unit answered it, or was asking it: as a cache hit
+                result = self._scrubbed(shared)
+                call.cache_hits += 1
+                call.add_usage(result.usage)
+            else:
+                result = await self._sent(call, request, key, share)
         except BaseException as err:
             pending.set_exception(err)
             raise
@@ -348,6 +360,20 @@ class ChatClient:
             self._in_flight.pop(sending, None)
         pending.set_result(result)
         return result
+
+    async def _sent(self, call: _Call, request: ChatRequest, key: str, acquired: bool) -> ChatResult:
+        """Send the request and store its answer; a request ``acquired`` from the shared store is
+        handed back when the call fails (the next unit that waits for it sends it)."""
+        try:
+            answer = await self._attempts(call, request)
+            if answer.endpoint is not None:  # which of the role's endpoints answered: the call's, not the cache's
+                call.endpoint = answer.endpoint
+                answer = answer.model_copy(update={"endpoint": None})
+            return self._store(call, key, answer)
+        except BaseException:
+            if acquired and self._shared is not None:
+                self._shared.release(key)
+            raise
 
     async def _attempts(self, call: _Call, request: ChatRequest) -> ChatResult:
         attempt = 0
@@ -557,7 +583,7 @@ class ChatClient:
                                  cached_prompt_tokens=usage.cached_prompt_tokens),
                 latency_s=round(latency, 4), cache_hit=cache_hit, retries=list(call.retries),
                 repairs=call.repairs, error=error, excluded=excluded, replica=call.replica,
-                finish_reason=call.finish_reason))
+                finish_reason=call.finish_reason, endpoint=call.endpoint))
             seq = event.seq
         return ChatOutcome(
             text=call.text or "", parsed=parsed, excluded=excluded, call_seq=seq, cache_hit=cache_hit,

@@ -64,6 +64,9 @@ class ChatResult(BaseModel):
     usage: Usage = Usage()
     model: str | None = None
     finish_reason: str | None = None
+    #: Which of a role's several endpoints answered (its index in the spec's URL list); None for a role
+    #: with one endpoint. Recorded on the call, never cached.
+    endpoint: int | None = None
 
 
 class TransientBackendError(Exception):

@@ -38,6 +38,30 @@ class RunNeeds:
     embedding_spec: str | None = None
 
 
+#: A value units share across processes: JSON-shaped (it travels between them).
+SharedValue = dict[str, Any] | list[Any] | str | int | float | bool | None
+
+
+class SharedValues(Protocol):
+    """Values the units of one run share across processes (a Ray run's relay at the driver), by key:
+    the first unit to :meth:`acquire` a key works it out and :meth:`put` s it (or :meth:`release` s it
+    when it could not); every other unit that asks meanwhile waits for that value instead of working
+    it out again. Values are JSON-shaped (they travel between processes)."""
+
+    async def acquire(self, key: str) -> SharedValue:
+        """The value held for ``key``, waiting while another unit works it out; None: the caller
+        works it out and must then ``put`` or ``release`` it."""
+        ...
+
+    def put(self, key: str, value: SharedValue) -> SharedValue:
+        """Hold ``value`` unless a value was held first; returns the one held."""
+        ...
+
+    def release(self, key: str) -> None:
+        """Give up working out ``key`` (it failed): the next unit that waits for it works it out."""
+        ...
+
+
 @dataclass
 class RunServices:
     """Run-wide services every unit shares, typed: the recorder, the chat client (answering from the
@@ -51,6 +75,9 @@ class RunServices:
     concurrency: int = 1
     #: One line of what a unit is doing now (the run's progress display shows it).
     progress: Callable[[str], None] | None = None
+    #: Values shared with units in other processes (a Ray run), None where every unit runs in this
+    #: process: a protocol's own run-wide memo (protocol A's stage-0 verdicts) goes through it.
+    shared: SharedValues | None = None
 
 
 class BenchmarkProtocol(Protocol[UnitT]):
@@ -107,4 +134,4 @@ class BenchmarkProtocol(Protocol[UnitT]):
         ...
 
 
-__all__ = ["BenchmarkProtocol", "RunNeeds", "RunServices"]
+__all__ = ["BenchmarkProtocol", "RunNeeds", "RunServices", "SharedValue", "SharedValues"]

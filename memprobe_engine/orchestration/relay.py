@@ -19,7 +19,7 @@ left open are closed as ``interrupted`` — as a resumed run closes those of a k
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,6 +32,7 @@ from memprobe_engine.events.union import POINTERS_OF_KIND
 from memprobe_engine.events.writer import E, EventWriter
 from memprobe_engine.llm.cache import ResponseStore
 from memprobe_engine.llm.types import ChatResult
+from memprobe_engine.orchestration.protocol import SharedValue
 from memprobe_engine.orchestration.resume import RecordedResponses
 
 #: One thing a worker hands the driver: ``("event", line)`` (the event's JSON, scrubbed),
@@ -41,7 +42,14 @@ Item = tuple[Any, ...]
 Send = Callable[[list[Item], bool], None]
 #: Hands the driver a fresh answer (request hash, result JSON) and returns the answer the run goes on
 #: from: the first any unit handed it for that request.
-Claim = Callable[[str, dict[str, Any]], dict[str, Any]]
+Claim = Callable[[str, SharedValue], SharedValue]
+#: Asks the driver for a key before working it out: the value held there (waiting while another unit
+#: works it out), or None — the asker works it out, then claims or releases it.
+Acquire = Callable[[str], Awaitable[SharedValue]]
+#: Hands a key back that the asker acquired but could not work out (its call failed).
+Release = Callable[[str], None]
+#: Keys of values other than model answers (a protocol's shared memo) start with this.
+VALUE_PREFIX = "value:"
 
 #: Event kinds that finish something: the batch ending with one is handed on and waited for.
 FINISHING_KINDS = frozenset({"llm_call", "span_end", "embedding"})
@@ -113,14 +121,33 @@ class RelayWriter(EventWriter):
 
 class RelayedResponses(RecordedResponses):
     """The worker's response layer: answers from what the driver sent it (the recording being resumed,
-    earlier attempts at the unit), then the persistent cache. Every new answer is claimed at the driver
-    before the unit goes on: two units in different workers that ask one request word for word (a
-    simulated user's first line, the same for every memory system) go on from the first answer, as
-    they do in one process, so a resume serves each unit the answer it used."""
+    earlier attempts at the unit), then the persistent cache, then the driver's relay, asked before
+    any request is sent (:meth:`acquire`): a request another unit has answered, or is asking right
+    now, in any worker, is not sent again but waited for — as in one process, where the chat client
+    shares in-flight requests. Every new answer is claimed at the driver before the unit goes on, so a
+    resume serves each unit the answer it used."""
 
-    def __init__(self, recorded: dict[str, ChatResult], fallback: ResponseStore | None, claim: Claim) -> None:
+    def __init__(self, recorded: dict[str, ChatResult], fallback: ResponseStore | None, claim: Claim,
+                 acquire: Acquire | None = None, release: Release | None = None) -> None:
         super().__init__(recorded, fallback)
         self._claim = claim
+        self._acquire = acquire
+        self._release = release
+
+    async def acquire(self, key: str) -> ChatResult | None:
+        """The answer the driver holds or awaits for ``key``; None: this unit sends it."""
+        if self._acquire is None:
+            return None
+        held = await self._acquire(key)
+        if held is None:
+            return None
+        result = ChatResult.model_validate(held)
+        self._recorded[key] = result
+        return result
+
+    def release(self, key: str) -> None:
+        if self._release is not None:
+            self._release(key)
 
     def put(self, key: str, result: ChatResult, endpoint: str = "") -> ChatResult:
         held = ChatResult.model_validate(self._claim(key, result.model_dump(mode="json")))
@@ -130,6 +157,27 @@ class RelayedResponses(RecordedResponses):
             self._fallback.put(key, held, endpoint)
         self._recorded[key] = held
         return held
+
+
+class RelayShare:
+    """:class:`~memprobe_engine.orchestration.protocol.SharedValues` through the driver's relay (keys
+    prefixed so they never meet a request hash)."""
+
+    def __init__(self, acquire: Acquire, claim: Claim, release: Release) -> None:
+        self._acquire, self._claim, self._release = acquire, claim, release
+
+    async def acquire(self, key: str) -> SharedValue:
+        return await self._acquire(_value_key(key))
+
+    def put(self, key: str, value: SharedValue) -> SharedValue:
+        return self._claim(_value_key(key), value)
+
+    def release(self, key: str) -> None:
+        self._release(_value_key(key))
+
+
+def _value_key(key: str) -> str:
+    return key if key.startswith(VALUE_PREFIX) else VALUE_PREFIX + key
 
 
 @dataclass
@@ -205,4 +253,5 @@ class EventFunnel:
         return sum(self.close_attempt(attempt, status, error) for attempt in list(self._attempts))
 
 
-__all__ = ["BATCH_ITEMS", "EventFunnel", "Item", "LOST_WORKER", "RelayWriter", "RelayedResponses", "Send"]
+__all__ = ["BATCH_ITEMS", "Acquire", "EventFunnel", "Item", "LOST_WORKER", "RelayShare", "RelayWriter", "RelayedResponses",
+           "Release", "Send", "VALUE_PREFIX"]

@@ -10,6 +10,7 @@ Inside a Slurm job array, the shard defaults to the array task's (:func:`shard_f
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 import zlib
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -63,6 +64,29 @@ def unit_seed(run_seed: int, subject_id: str, system: str) -> int:
     return zlib.crc32(f"{run_seed}:{subject_id}:{system}".encode())
 
 
+@functools.lru_cache(maxsize=256)
+def system_cost(system: str) -> float:
+    """A unit's relative cost by its memory system, for ordering: 1 for a system that calls no model and
+    embeds nothing (``nomem``, ``longctx_full``), +2 for one that writes its memories with model calls
+    (``amem``, ``mem0``, ``memt``: a call or more per observation), +0.5 for one that embeds. A name the
+    registry does not know (protocol B's heuristics) costs 1."""
+    from memprobe_engine.errors import MemProbeError
+    from memprobe_engine.memory.registry import system_needs
+
+    try:
+        needs = system_needs(system)
+    except (MemProbeError, ImportError):
+        return 1.0
+    return 1.0 + (2.0 if "memory_writer" in needs.model_roles else 0.0) + (0.5 if needs.embedder else 0.0)
+
+
+def longest_first(units: Sequence[T], cost: Callable[[T], float]) -> list[int]:
+    """The indexes of ``units``, costliest first (ties keep the run's order): started in this order,
+    the longest units do not start last and stretch the run past its critical path."""
+    costs = [cost(unit) for unit in units]
+    return sorted(range(len(units)), key=lambda i: -costs[i])
+
+
 class UnitTally:
     """How many of a run's units have finished, for the progress lines units print while they run."""
 
@@ -89,4 +113,5 @@ async def run_units(units: Sequence[tuple[str, Callable[[], Awaitable[None]]]], 
             group.create_task(one(label, work))
 
 
-__all__ = ["UnitTally", "run_units", "select_units", "shard_from_env", "shard_record_dir", "unit_seed"]
+__all__ = ["UnitTally", "longest_first", "run_units", "select_units", "shard_from_env", "shard_record_dir", "system_cost",
+           "unit_seed"]

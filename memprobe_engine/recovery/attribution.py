@@ -30,6 +30,7 @@ from memprobe_engine.recovery.scoring import Mode, TextSink, ask
 
 if TYPE_CHECKING:
     from memprobe_engine.llm.client import ChatClient
+    from memprobe_engine.orchestration.protocol import SharedValues
 
 V = TypeVar("V", DisclosureVerdict, ElicitationVerdict)
 
@@ -44,20 +45,58 @@ class Stage0Cache:
     """Stage-0 verdicts keyed by (user, dimension); the run seeds it from earlier recorded stages.
 
     ``lock`` serialises the first ask per key, so concurrent systems and modes wait for one oracle
-    call instead of each making their own."""
+    call instead of each making their own. Where units run in other processes (a Ray run),
+    ``shared`` carries the verdicts between them: :meth:`pull` takes the verdict another unit holds or
+    waits while it asks, so the oracle is asked once per (user, dimension) in the whole run there too."""
 
     def __init__(self) -> None:
         self._verdicts: dict[tuple[str, str], Stage0Verdict] = {}
         self._locks: dict[tuple[str, str], asyncio.Lock] = {}
+        self._owned: set[tuple[str, str]] = set()
+        self.shared: SharedValues | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Shipped to other processes (Ray tasks) with the run: the verdicts, never the locks or the link.
+        return {"_verdicts": dict(self._verdicts)}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self._verdicts, self._locks, self._owned, self.shared = dict(state["_verdicts"]), {}, set(), None
 
     def get(self, user_id: str, dimension: str) -> Stage0Verdict | None:
         return self._verdicts.get((user_id, dimension))
 
     def put(self, user_id: str, dimension: str, verdict: Stage0Verdict) -> None:
-        self._verdicts.setdefault((user_id, dimension), verdict)
+        key = (user_id, dimension)
+        self._verdicts.setdefault(key, verdict)
+        if key in self._owned and self.shared is not None:
+            self._owned.discard(key)
+            self.shared.put(_shared_key(key), {"can_invite": verdict.can_invite, "reason": verdict.reason})
 
     def lock(self, user_id: str, dimension: str) -> asyncio.Lock:
         return self._locks.setdefault((user_id, dimension), asyncio.Lock())
+
+    async def pull(self, user_id: str, dimension: str) -> None:
+        """With ``shared``: take the verdict another unit holds (waiting while it asks), or become the
+        one that asks (then :meth:`put` hands the verdict on, :meth:`settle` gives it up)."""
+        key = (user_id, dimension)
+        if self.shared is None or key in self._verdicts or key in self._owned:
+            return
+        held = await self.shared.acquire(_shared_key(key))
+        if isinstance(held, dict):
+            self._verdicts.setdefault(key, Stage0Verdict(can_invite=bool(held["can_invite"]), reason=str(held["reason"])))
+        else:
+            self._owned.add(key)
+
+    def settle(self, user_id: str, dimension: str) -> None:
+        """After asking: a key this unit took on but found no verdict for goes back to the others."""
+        key = (user_id, dimension)
+        if key in self._owned and self.shared is not None:
+            self._owned.discard(key)
+            self.shared.release(_shared_key(key))
+
+
+def _shared_key(key: tuple[str, str]) -> str:
+    return f"value:stage0/{key[0]}/{key[1]}"
 
 
 async def attribute(chat: ChatClient, recorder: Recorder, *, user_id: str, entry: BankEntry, task_text: str,
@@ -83,8 +122,12 @@ async def _stages(chat: ChatClient, recorder: Recorder, user_id: str, entry: Ban
     built = prompts_embedded if framing == "embedded" else prompts
     with recorder.span("stage 0: task design", "stage", stage=0, mode=mode):
         async with stage0.lock(user_id, entry.dimension):
-            verdict0 = await _stage0(chat, recorder, user_id, entry, task_text, mode, stage0, params, on_text,
-                                     policy, built.task_design_messages(task_text, entry))
+            await stage0.pull(user_id, entry.dimension)
+            try:
+                verdict0 = await _stage0(chat, recorder, user_id, entry, task_text, mode, stage0, params, on_text,
+                                         policy, built.task_design_messages(task_text, entry))
+            finally:
+                stage0.settle(user_id, entry.dimension)
     if verdict0 is None:
         return "excluded"
     if not verdict0.can_invite:

@@ -148,6 +148,7 @@ class RecoveryRun:
     def context(self, services: RunServices) -> UnitContext:
         """The run-wide context every unit shares (built once, on the first unit)."""
         if self._context is None:
+            self.stage0.shared = services.shared
             reader_spec = services.llm_config.spec_for("slot_filler")
             self._context = UnitContext(
                 chat=services.chat, embedder=services.embedder, recorder=services.recorder, pool=self.pool,

@@ -86,6 +86,14 @@ class RecoveryOracle:
         if system.startswith("A dialogue failed to disclose"):
             label = PLAN.get(_dimension(last), (1.0, True, True, "agent_elicitation_failure"))[3]
             return "stage2", orjson.dumps({"reason": "why", "label": label}).decode()
+        if system.startswith("You write index notes"):  # amem's note for one observation
+            words = [w for w in re.findall(r"[a-z]{4,}", last.lower())][:5] or ["note", "user", "text"]
+            words += ["memory", "user", "note"][:max(0, 3 - len(words))]
+            return "memory_writer", orjson.dumps({"keywords": words, "context": "what the user said about a task",
+                                                  "tags": ["task", "preference", "dialogue"]}).decode()
+        if system.startswith("You organise an agent's memory"):  # amem's evolution step: nothing changes
+            return "memory_writer", orjson.dumps({"should_evolve": False, "actions": [], "link_to": [], "tags": [],
+                                                  "neighbor_updates": []}).decode()
         raise AssertionError(f"unrecognised prompt: {system[:60]!r}")
 
     async def complete(self, request: ChatRequest) -> ChatResult:

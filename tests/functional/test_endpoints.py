@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import Counter
 from pathlib import Path
+
+import orjson
 
 import pytest
 
+from memprobe_engine.events.reader import open_recording
 from memprobe_engine.llm.backends.endpoints import MultiEndpointBackend
 from memprobe_engine.llm.config import LLMConfig
 from memprobe_engine.llm.spec import parse_spec
@@ -56,7 +60,9 @@ def test_units_keep_to_one_endpoint_and_a_failing_one_leaves_the_rotation(
 
     # The endpoint that is the first choice of more units answers 10 more requests, then drops the next
     # connection and exits.
-    with running_endpoint(0.005) as (one, _), running_endpoint(0.005) as (two, _):
+    logs = [tmp_path / "one.json", tmp_path / "two.json"]
+    with running_endpoint(0.005, "--log", str(logs[0])) as (one, _), \
+            running_endpoint(0.005, "--log", str(logs[1])) as (two, _):
         firsts = [first_choice(unit, one, two) for unit in units]
         a, b = (two, one) if firsts.count(one) >= firsts.count(two) else (one, two)
         exit_after(b, 10)
@@ -72,3 +78,14 @@ def test_units_keep_to_one_endpoint_and_a_failing_one_leaves_the_rotation(
     assert repeated_completed_calls(tmp_path / "rec") == 0
     assert scores(tmp_path / "rec") == scores(tmp_path / "clean")
     assert report_tables(tmp_path / "rec", tmp_path / "csv") == clean_tables
+
+    # Each call sent records the endpoint that answered it (its index in the spec's list): per unit,
+    # what each endpoint's own log says it delivered.
+    recorded: list[Counter[str]] = [Counter(), Counter()]
+    with open_recording(tmp_path / "rec") as reader:
+        for call in reader.iter_events(kinds=["llm_call"]):
+            if not call.cache_hit and call.error is None:  # type: ignore[union-attr]
+                assert call.endpoint in (0, 1), call  # type: ignore[union-attr]
+                recorded[call.endpoint][f"{call.unit}/{call.system}"] += 1  # type: ignore[union-attr,index]
+    delivered = [Counter(orjson.loads(log.read_bytes())["units"]) for log in logs]
+    assert recorded == delivered and all(recorded)

@@ -44,3 +44,24 @@ def test_run_in_an_array_task_records_its_shard(tmp_path: Path, monkeypatch: pyt
         assert reader.header.config["shard"] == "1/2"
         units = {e.user_id for e in reader.iter_events(kinds=["span_begin"]) if e.span_kind == "unit"}
     assert units == {"sim_02"}  # the second of the two units
+
+
+def test_merge_counts_the_requests_shards_sent_twice(tmp_path: Path) -> None:
+    """Shards share no answers: one user's two systems in two shards both ask the user's simulated first
+    lines and stage-0 attribution. ``merge`` says how many requests went out again: exactly what the
+    endpoint answered more than once."""
+    from memprobe_engine.cli.merge_cmd import merge_recordings
+    from tests.loopback_endpoint import endpoint_stats
+
+    record = tmp_path / "rec"
+    with running_endpoint(0.0) as (url, _):
+        for shard in ("0/2", "1/2"):
+            result = CliRunner().invoke(app, [
+                "run", "--record", str(record), "--users", "sim_01", "--dims", "reply_layout,low_point_episode",
+                "--systems", "nomem,longctx_full", "--max-turns", "2", "--model", f"default=openai:scripted@{url}",
+                "--no-cache", "--shard", shard])
+            assert result.exit_code == 0, result.output
+        _, bodies = endpoint_stats(url)
+    merged = merge_recordings(tmp_path / "merged", [tmp_path / "rec.shard-0-of-2", tmp_path / "rec.shard-1-of-2"])
+    twice = sum(count - 1 for count in bodies.values())
+    assert merged.asked_again == twice > 0

@@ -72,7 +72,8 @@ class MultiEndpointBackend:
             if endpoint.base_url in self._down:
                 continue
             try:
-                return await endpoint.complete(request, unit=unit)
+                result = await endpoint.complete(request, unit=unit)
+                return result.model_copy(update={"endpoint": self.endpoints.index(endpoint)})
             except (TransientBackendError, EndpointSilent) as err:
                 if isinstance(err, TransientBackendError) and not err.down:
                     raise  # busy (429): the client waits and asks the same endpoint again
