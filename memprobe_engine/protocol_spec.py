@@ -38,6 +38,11 @@ if TYPE_CHECKING:  # heavy or optional: only for the types
     from memprobe_engine.report.compare_inputs import Selection
 
 
+#: How ``--layer`` names a run's own judgments (the scores it recorded; re-scores kept as named layers
+#: sit beside them).
+OWN_LAYER = "main"
+
+
 class ProtocolOptions(BaseModel):
     """A protocol's own run options. Field names are the ``memprobe run`` flags' (``max_turns`` is
     ``--max-turns``) or ``-P`` keys; an unknown ``-P`` key is refused, not ignored."""
@@ -85,7 +90,7 @@ class ReportRequest:
     parquet: Path | None = None
     tables: str | None = None
     plots: Path | None = None
-    #: Judgment layers to read (``--layer``); empty: the run's own.
+    #: Judgment layers to read (``--layer``, checked by :func:`checked_layers`); empty: the run's own.
     layers: tuple[str, ...] = ()
     scoring: str | None = None
 
@@ -95,6 +100,8 @@ class CompareRequest:
     """``memprobe compare``'s flags for two runs of one protocol."""
 
     changed_only: bool = False
+    #: The judgment layer both runs are read under (``--layer``, checked); None: their own.
+    layer: str | None = None
     plots: Path | None = None
     resamples: int = 2000
     seed: int | None = None
@@ -172,6 +179,20 @@ class ProtocolSpec:
     def estimate_of(self, recording: Path, header: RecordingHeader) -> CostEstimate | None:
         """The dry run's estimate of the job a finished recording describes (for its cost table)."""
         return None
+
+
+def checked_layers(spec: ProtocolSpec, recordings: Sequence[Path], names: Sequence[str]) -> list[str]:
+    """``names`` (``--layer``, repeatable: judgment layers to read; ``main`` is the run's own) when
+    ``recordings`` hold each; an unknown one is refused, naming the layers they hold."""
+    if not names:
+        return []
+    held = spec.layers(recordings)
+    unknown = [name for name in names if name != OWN_LAYER and name not in held]
+    if unknown:
+        raise ConfigError(f"--layer {', '.join(unknown)}: these recordings hold no such judgment layer (they hold: "
+                          f"{', '.join([OWN_LAYER, *held])}). A re-score kept with `memprobe rescore --as NAME` "
+                          f"adds one.")
+    return list(dict.fromkeys(names))
 
 
 def option_values(spec: ProtocolSpec, values: dict[str, object], params: Sequence[str]) -> ProtocolOptions:

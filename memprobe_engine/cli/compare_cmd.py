@@ -22,10 +22,12 @@ def compare(
         help="BASE OTHER: two recordings, or REC:SYSTEM to pick one system of a recording. With --layers: "
              "one or more recordings whose judgment layers to compare.")],
     layers: Annotated[bool, typer.Option(
-        "--layers", help="Compare the judgment layers (`memprobe rescore --layer NAME`) of the recordings with "
+        "--layers", help="Compare the judgment layers (`memprobe rescore --as NAME`) of the recordings with "
                          "their own judgments: agreement, weighted kappa, scores per layer, ranking change.")] = False,
     layer: Annotated[Optional[list[str]], typer.Option(
-        "--layer", help="With --layers: only these layers (repeatable; default every layer found).")] = None,
+        "--layer", help="The judgment layer to read (`memprobe rescore --as NAME` adds one; main: the run's own): "
+                        "both runs under it; with --layers, only these layers (repeatable; default every one).")]
+    = None,
     changed_only: Annotated[bool, typer.Option(
         "--changed-only", help="List only the cases whose score changed (the paired statistics cover all).")] = False,
     csv: Annotated[Optional[Path], typer.Option("--csv", help="Write the comparison as CSV files into this folder.")] = None,
@@ -50,9 +52,11 @@ def compare(
         if len(recordings) != 2:
             raise ConfigError(f"compare takes two selections, BASE and OTHER (got {len(recordings)}); "
                               f"or pass --layers to compare the judgment layers of recordings.")
-        if layer:
-            raise ConfigError("--layer picks layers for --layers; pass --layers too.")
-        bundle = _runs(console, recordings[0], recordings[1], changed_only, plots, resamples, seed)
+        if layer and len(layer) > 1:
+            raise ConfigError(f"--layer {', '.join(layer)}: two runs are compared under one layer; give one, or "
+                              f"pass --layers to set several layers of recordings side by side.")
+        bundle = _runs(console, recordings[0], recordings[1], changed_only, plots, resamples, seed,
+                       layer[0] if layer else None)
     for folder, fmt in ((csv, "csv"), (parquet, "parquet")):
         if folder is not None:
             written = export(bundle, folder, {fmt})
@@ -71,7 +75,7 @@ def _warn_differences(console: Console, lines: list[str]) -> None:
 
 
 def _runs(console: Console, base_text: str, other_text: str, changed_only: bool, plots: Path | None,
-          resamples: int, seed: int | None) -> dict[str, object]:
+          resamples: int, seed: int | None, layer: str | None) -> dict[str, object]:
     from memprobe_engine.protocols import one_protocol
     from memprobe_engine.report.compare_inputs import parse_selection, run_differences
 
@@ -79,7 +83,7 @@ def _runs(console: Console, base_text: str, other_text: str, changed_only: bool,
     spec = one_protocol([base.path, other.path])
     _warn_differences(console, run_differences(base, other))
     return spec.compare(base, other, CompareRequest(changed_only=changed_only, plots=plots, resamples=resamples,
-                                                    seed=seed), console)
+                                                    seed=seed, layer=layer), console)
 
 
 def _layers(console: Console, recordings: list[Path], names: list[str] | None) -> dict[str, object]:

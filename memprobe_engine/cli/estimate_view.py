@@ -11,7 +11,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from memprobe_engine.llm.config import LLMConfig
+from memprobe_engine.llm.config import DEFAULT_ROLE, LLMConfig, normalize_role
 from memprobe_engine.llm.pricing import Price, price_of
 from memprobe_engine.llm.rates import load_rates
 from memprobe_engine.llm.usage_estimate import CostEstimate, RoleEstimate, Span3
@@ -52,7 +52,8 @@ def print_estimate(estimate: CostEstimate, llm_config: LLMConfig, prices: dict[s
     roles = list(estimate.roles)
     roles += [r for r in (actual or {}) if r not in roles]
     for role in roles:
-        spec = llm_config.spec_for(role)
+        # A recording whose header names no model for a role (an import re-scored later) still prints.
+        spec = llm_config.models.get(normalize_role(role)) or llm_config.models.get(DEFAULT_ROLE)
         guess = estimate.roles.get(role) or RoleEstimate(role)
         price = price_of(prices, role)
         total.add(guess.prompt_tokens.low + guess.completion_tokens.low,
@@ -64,7 +65,7 @@ def print_estimate(estimate: CostEstimate, llm_config: LLMConfig, prices: dict[s
                          price.cost(guess.prompt_tokens.expected, guess.completion_tokens.expected),
                          price.cost(guess.prompt_tokens.high, guess.completion_tokens.high))
             total_cost.add(cost.low, cost.expected, cost.high)
-        if spec.backend == "local":
+        if spec is not None and spec.backend == "local":
             rates = load_rates(spec.model)
             if rates is None:
                 local_missing.add(spec.model)

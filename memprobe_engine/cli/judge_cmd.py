@@ -12,6 +12,7 @@ import typer
 from rich.console import Console
 
 from memprobe_engine.errors import ConfigError
+from memprobe_engine.protocol_spec import OWN_LAYER
 
 if TYPE_CHECKING:
     from memprobe_engine.llm.client import ChatClient
@@ -43,7 +44,15 @@ def _source_cases(source: Path, users: Optional[list[str]], layer: Optional[str]
             raise ConfigError("--layer reads a judgment layer of a recording; a release folder has only the "
                               "paper's judgments.")
         return release_cases(source, users)
-    cases = recording_cases(source, layer=layer)
+    if layer is not None and layer != OWN_LAYER:
+        from memprobe_engine.recovery.read.compare_layers import layers_in
+
+        held = layers_in([source])
+        if layer not in held:
+            raise ConfigError(f"--layer {layer}: {source} holds no such judgment layer (it holds: "
+                              f"{', '.join([OWN_LAYER, *held])}). A re-score kept with `memprobe rescore --as NAME` "
+                              f"adds one.")
+    cases = recording_cases(source, layer=None if layer == OWN_LAYER else layer)
     return [c for c in cases if users is None or c.user_id in users]
 
 

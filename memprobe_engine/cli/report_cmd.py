@@ -26,9 +26,9 @@ def report(
         "--plots", help="Write the paper's figures as PNG files into this folder (needs the 'plots' extra: "
                         "matplotlib).")] = None,
     layer: Annotated[Optional[list[str]], typer.Option(
-        "--layer", help="Protocol B: which score layers to print (repeat): main (the run's own scores), "
-                        "scoring:corrected, upstream-labels (an import's own labels), reader:SPEC (a reader "
-                        "ablation).")] = None,
+        "--layer", help="Which judgment layers to read (repeat): main (the run's own), a re-judgment kept with "
+                        "`memprobe rescore --as NAME`, and for protocol B scoring:corrected, upstream-labels (an "
+                        "import's own labels), reader:SPEC (a reader ablation). An unknown layer is refused.")] = None,
     scoring: Annotated[Optional[str], typer.Option(
         "--scoring", help="Protocol B: upstream (the run's own scores, the default mode), corrected, or both.")] = None,
     price: Annotated[Optional[list[str]], typer.Option(

@@ -33,12 +33,15 @@ def rescore(
         "the embedded model: 8192 per slot). The embedded server then gives one request that whole context "
         "(up to 32768), so a large store is read instead of recorded as an overflow.")] = None,
     layer: Annotated[Optional[str], typer.Option(
-        help="Keep the new judgments as this named layer beside the current ones (report and replay keep "
-             "showing the run's own; `memprobe compare --layers` sets them side by side). Without it a "
-             "re-score replaces the current score.")] = None,
+        "--as", help="Keep the new judgments as this named layer beside the current ones (report and replay keep "
+                     "showing the run's own; `--layer NAME` reads it, `memprobe compare --layers` sets them side by "
+                     "side). Without it a re-score replaces the current score.")] = None,
+    read_layer: Annotated[Optional[str], typer.Option(
+        "--layer", hidden=True, help="Refused: --layer reads a layer everywhere; rescore writes one with --as.")]
+    = None,
     judge_only: Annotated[bool, typer.Option(
         "--judge-only", help="Judge the recorded slot-fill again (no slot-filler call, no attribution): the "
-                             "judge's sensitivity alone, e.g. with --model recovery_judge=SPEC --layer NAME.")] = False,
+                             "judge's sensitivity alone, e.g. with --model recovery_judge=SPEC --as NAME.")] = False,
     recovery_judge: Annotated[Optional[str], typer.Option(
         "--recovery-judge", help="model (the recovery_judge role's model) or calibrated[:NAME] (trained on the "
                                  "paper's judgments, no model call); default: the judge the recording was scored "
@@ -56,8 +59,11 @@ def rescore(
     from memprobe_engine.recovery.rescore import recorded_cases
     from memprobe_engine.recovery.rescore import rescore as run_rescore
 
+    if read_layer is not None:
+        raise ConfigError(f"--layer {read_layer}: --layer names a judgment layer to read (report, compare, judge "
+                          f"check); to keep this re-score as a layer, pass --as {read_layer}.")
     if layer is not None:
-        check_layer_name(layer, where="--layer")
+        check_layer_name(layer, where="--as")
     from memprobe_engine.recovery.judge_kind import check_judge
 
     chosen_judge = check_judge(recovery_judge) if recovery_judge is not None else None

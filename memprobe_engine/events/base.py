@@ -63,7 +63,7 @@ class EventBase(BaseModel):
     walking the span tree.
 
     ``layer`` names the judgment layer an event belongs to: null for the run's own judgments, a
-    name for a later re-judgment kept beside them (``memprobe rescore --layer``, a protocol-B reader
+    name for a later re-judgment kept beside them (``memprobe rescore --as``, a protocol-B reader
     re-run). Readers of outcomes fold each layer separately, so a named layer never replaces the
     run's own scores; ``memprobe compare --layers`` sets the layers side by side.
     """

@@ -15,8 +15,8 @@ from rich.console import Console
 from rich.markup import escape
 
 from memprobe_engine.events.header import RecordingHeader
-from memprobe_engine.protocol_spec import (CompareRequest, PlannedRun, ProtocolOptions, ProtocolSpec,
-                                           ReportRequest, RunCommon)
+from memprobe_engine.protocol_spec import (OWN_LAYER, CompareRequest, PlannedRun, ProtocolOptions, ProtocolSpec,
+                                           ReportRequest, RunCommon, checked_layers)
 from memprobe_engine.run_flags import csv_names, unique
 
 if TYPE_CHECKING:
@@ -82,6 +82,7 @@ class ParadigmSpec(ProtocolSpec):
         from memprobe_engine.paradigms.read.report import paradigm_report, scoring_layers
         from memprobe_engine.report.output import say_plots
 
+        checked_layers(self, recordings, request.layers)
         paradigm_report(recordings, csv=request.csv, parquet=request.parquet, tables=request.tables,
                         layers=list(request.layers) + scoring_layers(request.scoring) or ["main"],
                         console=console, errors=errors)
@@ -97,7 +98,8 @@ class ParadigmSpec(ProtocolSpec):
         from memprobe_engine.paradigms.read.compare import compare_paradigms
         from memprobe_engine.report.output import say_written
 
-        result = compare_paradigms(base, other)
+        layer = checked_layers(self, [base.path, other.path], [request.layer] if request.layer else [])
+        result = compare_paradigms(base, other, layer=None if not layer or layer[0] == OWN_LAYER else layer[0])
         for warning in result.warnings:
             console.print(f"[yellow]warning:[/] {escape(warning)}", markup=True, soft_wrap=True)
         console.print(R.probe_table(result, request.changed_only))

@@ -16,8 +16,8 @@ from rich.markup import escape
 
 from memprobe_engine.errors import ConfigError
 from memprobe_engine.events.header import RecordingHeader
-from memprobe_engine.protocol_spec import (CompareRequest, PlannedRun, ProtocolOptions, ProtocolSpec,
-                                           ReportRequest, RunCommon)
+from memprobe_engine.protocol_spec import (OWN_LAYER, CompareRequest, PlannedRun, ProtocolOptions, ProtocolSpec,
+                                           ReportRequest, RunCommon, checked_layers)
 from memprobe_engine.run_flags import csv_names, system_names
 
 if TYPE_CHECKING:
@@ -93,12 +93,22 @@ class RecoverySpec(ProtocolSpec):
                errors: Console) -> None:
         from memprobe_engine.recovery.read.report import recovery_report
 
-        if request.layers or request.scoring is not None:
-            flag = "--layer" if request.layers else "--scoring"
-            raise ConfigError(f"{flag} selects protocol-B score layers; a protocol-A report reads each case's "
-                              f"current judgment (compare judgment layers with memprobe compare --layers).")
-        recovery_report(recordings, csv=request.csv, parquet=request.parquet, tables=request.tables,
-                        plots=request.plots, console=console, errors=errors)
+        if request.scoring is not None:
+            raise ConfigError("--scoring picks protocol B's scoring mode; a protocol-A case is scored by its judge "
+                              "(read a re-judgment with --layer NAME).")
+        layers = checked_layers(self, recordings, request.layers) or [OWN_LAYER]
+        for name in layers:
+            own = name == OWN_LAYER
+            if len(layers) > 1 or not own:
+                console.print(f"\n[bold]Judgments: {'the run’s own' if own else 'layer ' + name}[/]")
+
+            def folder(base: Path | None, own: bool = own, name: str = name) -> Path | None:
+                # Each extra layer's files in a subfolder of its own, as protocol B's report writes them.
+                return base if base is None or own else base / name.replace(":", "-")
+
+            recovery_report(recordings, csv=folder(request.csv), parquet=folder(request.parquet),
+                            tables=request.tables, plots=folder(request.plots), console=console, errors=errors,
+                            layer=None if own else name)
 
     def compare(self, base: Selection, other: Selection, request: CompareRequest,
                 console: Console) -> dict[str, object]:
@@ -107,7 +117,9 @@ class RecoverySpec(ProtocolSpec):
         from memprobe_engine.recovery.read.detectable import paired_line
         from memprobe_engine.report.output import say_written
 
-        result = compare_recovery(base, other, n_resamples=request.resamples, seed=request.seed)
+        layer = checked_layers(self, [base.path, other.path], [request.layer] if request.layer else [])
+        result = compare_recovery(base, other, n_resamples=request.resamples, seed=request.seed,
+                                  layer=None if not layer or layer[0] == OWN_LAYER else layer[0])
         for warning in result.warnings:
             console.print(f"[yellow]warning:[/] {escape(warning)}", markup=True, soft_wrap=True)
         console.print(f"base {escape(base.name)}  →  other {escape(other.name)}")
@@ -127,12 +139,18 @@ class RecoverySpec(ProtocolSpec):
         from memprobe_engine.recovery.read import compare_render as R
         from memprobe_engine.recovery.read.compare_layers import compare_layers
 
-        result = compare_layers(list(recordings), list(names) if names is not None else None)
+        wanted = [name for name in checked_layers(self, recordings, names or []) if name != OWN_LAYER]
+        result = compare_layers(list(recordings), wanted or None)
         for warning in result.warnings:
             console.print(f"[yellow]warning:[/] {escape(warning)}", markup=True, soft_wrap=True)
         for table in R.layer_tables(result):
             console.print(table)
         return dict(result.as_dict())
+
+    def layers(self, recordings: Sequence[Path]) -> list[str]:
+        from memprobe_engine.recovery.read.compare_layers import layers_in
+
+        return layers_in(recordings)
 
     def index_folds(self) -> dict[str, IndexFold]:
         from memprobe_engine.recovery.read.outcome_index import FOLD_NAME, OutcomeIndexFold

@@ -1,4 +1,5 @@
-"""`memprobe rescore --layer NAME` keeps a re-judgment as a named layer beside the run's own.
+"""`memprobe rescore --as NAME` keeps a re-judgment as a named layer beside the run's own, and
+`--layer NAME` reads it in every command (an unknown layer is refused by each, for both protocols).
 
 On the shipped imported recording of the paper's amem run: the layered re-score is appended with
 ``layer`` on every event it wrote, the report still reads the release's own scores, and a fold of the
@@ -63,6 +64,36 @@ def test_a_layered_rescore_leaves_the_run_own_scores_current(tmp_path: Path, mon
     assert "oracle-judge" in result.output and "- (one system)" in result.output
     missing = CliRunner().invoke(app, ["compare", "--layers", str(SHIPPED)])
     assert missing.exit_code != 0 and "no judgment layer" in str(missing.exception)
+    # --layer reads the layer everywhere: the report's tables and a compare of two runs under it.
+    report = CliRunner().invoke(app, ["report", str(record), "--layer", "oracle-judge"])
+    assert report.exit_code == 0, report.output  # its cost table too: the import's header names no model
+    assert "Judgments: layer oracle-judge" in report.output and "Table 2" in report.output
+    both = CliRunner().invoke(app, ["compare", str(record), str(record), "--layer", "oracle-judge"])
+    assert both.exit_code == 0, both.output
+    assert "0 improved, 0 regressed" in both.output
+
+
+PARADIGMS = SHIPPED.parent / "sample-paradigms-quick"
+
+
+@pytest.mark.parametrize("args", [
+    ["report", str(SHIPPED), "--layer", "nope"],
+    ["report", str(PARADIGMS), "--layer", "nope"],
+    ["compare", str(SHIPPED), str(SHIPPED), "--layer", "nope"],
+    ["compare", str(PARADIGMS), str(PARADIGMS), "--layer", "nope"],
+    ["judge", "check", str(SHIPPED), "--layer", "nope"],
+])
+def test_an_unknown_layer_is_refused_by_every_command(args: list[str]) -> None:
+    result = CliRunner().invoke(app, args)
+    assert isinstance(result.exception, ConfigError), result.output
+    assert str(result.exception).startswith("--layer nope: ") and "(they hold: main" in str(result.exception) \
+        or "(it holds: main" in str(result.exception)
+
+
+def test_rescore_writes_a_layer_with_as_and_refuses_layer(tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, ["rescore", str(SHIPPED), "--layer", "mine"])
+    assert isinstance(result.exception, ConfigError)
+    assert "pass --as mine" in str(result.exception)
 
 
 @pytest.mark.parametrize("name", ["", "has space", "-lead", "x" * 65])

@@ -1,6 +1,7 @@
 """Every shipped recording reports, and pairs of them compare, byte for byte as they did before the
 protocol packages were reorganised (``tests/fixtures/shipped-outputs`` holds what the earlier tree
-printed; the TUI's snapshots cover the screens)."""
+printed; the TUI's snapshots cover the screens). One deliberate change since: compare-layers.txt's
+hint names ``rescore --as NAME``, the flag that writes a layer now that ``--layer`` only reads one."""
 
 from __future__ import annotations
 

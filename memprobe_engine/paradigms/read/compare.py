@@ -40,8 +40,8 @@ class CompareB:
         return {"compare_probes": self.probes, "compare_metrics": self.metrics}
 
 
-def _side(selection: Selection) -> tuple[pd.DataFrame, list[str], list[str]]:
-    loaded = load_paradigm_frames([selection.path])
+def _side(selection: Selection, layer: str | None = None) -> tuple[pd.DataFrame, list[str], list[str]]:
+    loaded = load_paradigm_frames([selection.path], layer=layer)
     found = list(loaded.systems)
     if selection.system is None:
         return loaded.probes, found, loaded.warnings
@@ -62,10 +62,11 @@ def _change(base: object, other: object) -> str:
     return "gained" if now and not was else "lost" if was and not now else "unchanged"
 
 
-def compare_paradigms(base: Selection, other: Selection) -> CompareB:
-    """Compare two protocol-B selections (see the module docstring)."""
-    base_probes, base_systems, base_warnings = _side(base)
-    other_probes, other_systems, other_warnings = _side(other)
+def compare_paradigms(base: Selection, other: Selection, *, layer: str | None = None) -> CompareB:
+    """Compare two protocol-B selections (see the module docstring), each read under score ``layer``
+    (None: the run's own scores)."""
+    base_probes, base_systems, base_warnings = _side(base, layer)
+    other_probes, other_systems, other_warnings = _side(other, layer)
     pairs = pair_systems(base, base_systems, other, other_systems)
     probe_rows: list[dict[str, object]] = []
     metric_rows: list[dict[str, object]] = []

@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from memprobe_engine.errors import ConfigError
+from memprobe_engine.protocol_spec import OWN_LAYER
 from memprobe_engine.paradigms import metrics as M
 from memprobe_engine.paradigms.read.frames import (
     ParadigmFrames,
@@ -34,7 +35,7 @@ UPSTREAM_LABELS_LAYER = "upstream-labels"
 
 
 #: How ``--layer`` names the run's own scores.
-OWN_SCORES = "main"
+OWN_SCORES = OWN_LAYER
 
 
 def paradigm_report(recordings: Sequence[Path], *, csv: Path | None = None, parquet: Path | None = None,

@@ -1,6 +1,6 @@
 """Judge sensitivity: the judgment layers of protocol-A recordings set side by side.
 
-A recording's own judgments are the ``run`` layer; ``memprobe rescore --layer NAME`` adds named
+A recording's own judgments are the ``run`` layer; ``memprobe rescore --as NAME`` adds named
 layers (``EventBase.layer``). For every named layer, on the cases both layers scored (usable:
 judged, not excluded): exact agreement, agreement within one level of the five-level scale, the
 linear-weighted Cohen's kappa, each system's mean score and category-balanced B under each layer
@@ -77,7 +77,7 @@ def compare_layers(recordings: Sequence[Path], layers: Sequence[str] | None = No
         names = ", ".join(str(p) for p in recordings)
         raise ConfigError(f"{names}: no judgment layer {', '.join(missing) or ''} to compare"
                           f"{'' if not present else ' (it holds: ' + ', '.join(present) + ')'}. Add one with "
-                          f"`memprobe rescore REC --model recovery_judge=SPEC --layer NAME`.")
+                          f"`memprobe rescore REC --model recovery_judge=SPEC --as NAME`.")
     run = load_frames(recordings)
     warnings = list(run.warnings)
     run_scores = _usable(run)

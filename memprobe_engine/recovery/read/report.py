@@ -15,10 +15,11 @@ from memprobe_engine.report.output import export, say_plots
 
 
 def recovery_report(recordings: Sequence[Path], *, csv: Path | None, parquet: Path | None, tables: str | None,
-                    plots: Path | None, console: Console, errors: Console) -> None:
-    """Print the tables of ``recordings`` (a later one wins on overlap) and write the asked-for files."""
+                    plots: Path | None, console: Console, errors: Console, layer: str | None = None) -> None:
+    """Print the tables of ``recordings`` (a later one wins on overlap) under the judgment ``layer`` (None:
+    each case's current judgment) and write the asked-for files."""
     names = parse_table_names(tables or "2,3,4,13,14")
-    frames = load_frames(list(recordings))
+    frames = load_frames(list(recordings), layer=layer)
     for warning in frames.warnings:
         errors.print(f"[yellow]warning:[/] {warning}", markup=True, soft_wrap=True)
     for note in frames.notes:
