@@ -40,7 +40,7 @@ def compare(
     bootstrap intervals, exact McNemar flips (protocol A); probe flips and Δ metrics with episode
     bootstrap intervals (protocol B). A warning comes first when the runs differ in anything but the
     systems compared."""
-    from memprobe_engine.report.render import export
+    from memprobe_engine.exports import write_frame_folders
 
     console = Console(width=WIDTH, highlight=False)
     if layers:
@@ -52,10 +52,8 @@ def compare(
         if layer:
             raise ConfigError("--layer picks layers for --layers; pass --layers too.")
         bundle = _runs(console, recordings[0], recordings[1], changed_only, plots, resamples, seed)
-    for folder, fmt in ((csv, "csv"), (parquet, "parquet")):
-        if folder is not None:
-            written = export(bundle, folder, {fmt})
-            console.print(f"wrote {len(written)} {fmt} file(s) to {folder}")
+    for line in write_frame_folders(bundle, {"csv": csv, "parquet": parquet}):
+        console.print(line)
 
 
 def _warn_differences(console: Console, lines: list[str]) -> None:

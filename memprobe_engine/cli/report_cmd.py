@@ -10,7 +10,8 @@ from rich.console import Console
 
 from memprobe_engine.report.frames import ReportFrames, load_frames
 from memprobe_engine.report.paradigm_report import paradigm_report, split_by_protocol
-from memprobe_engine.report.render import WIDTH, export, print_tables
+from memprobe_engine.exports import write_frame_folders
+from memprobe_engine.report.render import WIDTH, print_tables
 from memprobe_engine.report.tables import build_tables, parse_table_names
 
 
@@ -68,10 +69,8 @@ def report(
     print_tables(built, console, footer=footer)
     _print_detectable(console, frames)
     bundle = {**frames.as_dict(), **built}
-    for folder, fmt in ((csv, "csv"), (parquet, "parquet")):
-        if folder is not None:
-            written = export(bundle, folder, formats={fmt})
-            console.print(f"wrote {len(written)} {fmt} files to {folder}")
+    for line in write_frame_folders(bundle, {"csv": csv, "parquet": parquet}):
+        console.print(line)
     if plots is not None:
         from memprobe_engine.report.plots import recovery_plots
 

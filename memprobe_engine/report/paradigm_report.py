@@ -24,7 +24,8 @@ from memprobe_engine.report.paradigm_tables import (
 )
 from memprobe_engine.paradigms import metrics as M
 from memprobe_engine.report.reader_table import reader_ablation, render_reader_table, run_reader
-from memprobe_engine.report.render import WIDTH, export
+from memprobe_engine.exports import write_frame_folders, write_frames
+from memprobe_engine.report.render import WIDTH
 from memprobe_engine.replay.reader_ablation import READER_LAYER_PREFIX
 from memprobe_engine.replay.paradigm_queries import score_layers
 from memprobe_engine.replay.session import ReplaySession
@@ -76,11 +77,9 @@ def paradigm_report(recordings: Sequence[Path], *, csv: Path | None = None, parq
         built = build_paradigm_tables(frames.probes, names)
         print_paradigm_tables(built, console)
         bundle = {"probes": frames.probes, **built}
-        for folder, fmt in ((csv, "csv"), (parquet, "parquet")):
-            if folder is not None:
-                target = folder if layer is None else folder / layer.replace(":", "-")
-                written = export(bundle, target, formats={fmt})
-                console.print(f"wrote {len(written)} {fmt} files to {target}")
+        sub = "" if layer is None else layer.replace(":", "-")
+        for line in write_frame_folders(bundle, {"csv": csv and csv / sub, "parquet": parquet and parquet / sub}):
+            console.print(line)
     readers = [h for h in held if h.startswith(READER_LAYER_PREFIX)]
     if readers:
         print_reader_ablation(recordings, readers, console, csv=csv)
@@ -97,7 +96,7 @@ def print_reader_ablation(recordings: Sequence[Path], readers: Sequence[str], co
     console.print(rendered)
     console.print(lines)
     if csv is not None:
-        export({"table4_readers": table}, csv, formats={"csv"})
+        write_frames({"table4_readers": table}, csv, "csv")
 
 
 def recorded_layers(recordings: Sequence[Path]) -> list[str]:

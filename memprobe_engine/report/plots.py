@@ -19,7 +19,7 @@ from typing import Any
 import pandas as pd
 
 from memprobe_engine.errors import ConfigError
-from memprobe_engine.report.render import output_folder
+from memprobe_engine.exports.files import output_folder
 
 MODE_NAMES = {"dump_all": "full store (dump_all)", "retrieve": "top-k (retrieve)"}
 

@@ -1,27 +1,24 @@
-"""Terminal rendering of the report tables (rich, within 100 columns) and file exports.
+"""Terminal rendering of the report tables (rich, within 100 columns).
 
 The tables in :mod:`memprobe_engine.report.tables` keep numbers numeric; this module is the only
 place that turns them into text — ``mean ± std`` with three decimals, a dagger on diagnostic
 (overflowed) full-store numbers, ``–`` for a value that does not exist — so that exports and the
-terminal never disagree about the numbers themselves.
+terminal never disagree about the numbers themselves. Files are written by ``memprobe_engine/exports``.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Collection, Mapping
-from pathlib import Path
+from collections.abc import Callable, Mapping
 
 import pandas as pd
 from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from memprobe_engine.errors import ConfigError
 from memprobe_engine.report.tables import DAGGER, LABELS, QUANTILES
 
 WIDTH = 100
-FORMATS = frozenset({"csv", "parquet"})
 DASH = "–"
 MODE_NAMES = {"dump_all": "Full store", "retrieve": "Top-k"}
 CATEGORY_NAMES = {"skill_memory": "Skill", "knowledge_memory": "Knowledge", "episodic_memory": "Episodic",
@@ -145,40 +142,3 @@ def print_tables(tables: Mapping[str, pd.DataFrame], console: Console | None = N
         console.print()
     if any(DAGGER in str(v) for df in tables.values() for c in ("B_full_note", "note") if c in df for v in df[c]):
         console.print(NOTE)
-
-
-def export(frames_tables: Mapping[str, pd.DataFrame], out_dir: Path,
-           formats: Collection[str] = FORMATS) -> list[Path]:
-    """Write each frame or table as ``<name>.csv`` / ``<name>.parquet`` under ``out_dir``."""
-    unknown = set(formats) - FORMATS
-    if unknown:
-        raise ConfigError(f"export formats {sorted(unknown)} are not supported; use {sorted(FORMATS)}.")
-    out_dir = output_folder(out_dir)
-    written: list[Path] = []
-    try:
-        for name, df in frames_tables.items():
-            if "csv" in formats:
-                df.to_csv(out_dir / f"{name}.csv", index=False)
-                written.append(out_dir / f"{name}.csv")
-            if "parquet" in formats:
-                df.to_parquet(out_dir / f"{name}.parquet", index=False, engine="pyarrow")
-                written.append(out_dir / f"{name}.parquet")
-    except OSError as err:
-        raise ConfigError(f"{getattr(err, 'filename', None) or out_dir}: cannot write the export "
-                          f"({err.strerror or err}); free space or make {out_dir} writable, or pass another "
-                          f"folder.") from None
-    return written
-
-
-def output_folder(folder: Path) -> Path:
-    """``folder``, created if needed, for files a report writes (--csv, --parquet, --plots);
-    ConfigError naming it and the fix when it is a file or cannot be created."""
-    folder = Path(folder)
-    if folder.exists() and not folder.is_dir():
-        raise ConfigError(f"{folder} is a file; pass a folder to write the exports into.")
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as err:
-        raise ConfigError(f"{folder}: the folder cannot be created ({err.strerror or err}); pass a folder "
-                          f"under a writable directory (a path whose parents are folders, not files).") from None
-    return folder

@@ -34,7 +34,8 @@ from memprobe_engine.events.recorder import Recorder
 from memprobe_engine.events.recovery import EpisodeEnd, PreferenceJudgment
 from memprobe_engine.events.scoring import AttributionLabel, JudgeScore, SlotFill
 from memprobe_engine.events.writer import open_writer
-from memprobe_engine.report import build_tables, export, load_frames, print_tables
+from memprobe_engine.exports import write_frames
+from memprobe_engine.report import build_tables, load_frames, print_tables
 from memprobe_engine.report.frames import ReportFrames
 from memprobe_engine.report.render import WIDTH, fmt_mean_std
 from memprobe_engine.report.tables import table14
@@ -251,7 +252,7 @@ def test_table14_lower_order_quantiles(shards: list[Path]) -> None:
 def test_exports_equal_frames_and_tables(shards: list[Path], tmp_path: Path) -> None:
     frames = load_frames(shards)
     bundle = {**frames.as_dict(), **build_tables(frames)}
-    written = export(bundle, tmp_path / "out")
+    written = write_frames(bundle, tmp_path / "out", "csv") + write_frames(bundle, tmp_path / "out", "parquet")
     assert len(written) == 2 * len(bundle)
     for name, df in bundle.items():
         back = pd.read_csv(tmp_path / "out" / f"{name}.csv")
