@@ -63,7 +63,7 @@ app = typer.Typer(
     add_completion=False,
 )
 
-from memprobe_engine.cli import (ablation_cmd, compare_cmd, doctor_cmd, generate_cmd, import_cmd,  # noqa: E402
+from memprobe_engine.cli import (ablation_cmd, compare_cmd, doctor_cmd, export_cmd, generate_cmd, import_cmd,  # noqa: E402
                                  judge_cmd, llm_cmds, merge_cmd, proxy_cmd, recording_cmds, report_cmd, rescore_cmd,
                                  run_cmd, sessions_cmds)
 
@@ -76,6 +76,7 @@ app.command("report")(report_cmd.report)
 app.command("merge")(merge_cmd.merge)
 app.command("rescore")(rescore_cmd.rescore)
 app.command("compare")(compare_cmd.compare)
+app.add_typer(export_cmd.export_app, name="export")
 app.command("reader-ablation")(ablation_cmd.reader_ablation)
 app.add_typer(sessions_cmds.sessions_app, name="sessions")
 app.add_typer(sessions_cmds.systems_app, name="systems")

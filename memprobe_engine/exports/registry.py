@@ -63,7 +63,8 @@ def _frames(fmt: str) -> Callable[[ExportJob], ExportResult]:
 
         bundle = job.frames if job.frames is not None else report_bundle(job.recordings)
         out = job.out if job.out is not None else default_out(job, f"-{fmt}")
-        return ExportResult(write_bundle(bundle, out, fmt))
+        written = write_bundle(bundle, out, fmt)
+        return ExportResult(written, [f"wrote {len(written)} {fmt} file(s) to {out}"])
     return write
 
 
