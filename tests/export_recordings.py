@@ -57,9 +57,9 @@ def churn_run(record: Path) -> Path:
                                      embedder=BagOfWordsEmbedder(hashed=True)))
 
 
-def recovery_run(record: Path, dimensions: list[str], systems: list[str],
-                 oracle: RecoveryOracle | None = None) -> Path:
-    plan = RecoveryPlan(sessions_dir=SESSIONS, users=["sim_01"], dimensions=dimensions, systems=systems,
+def recovery_run(record: Path, dimensions: list[str] | None, systems: list[str],
+                 oracle: RecoveryOracle | None = None, users: tuple[str, ...] = ("sim_01",)) -> Path:
+    plan = RecoveryPlan(sessions_dir=SESSIONS, users=list(users), dimensions=dimensions, systems=systems,
                         modes=["dump_all", "retrieve"], settings=RolloutSettings(max_turns=3))
     backend = oracle or RecoveryOracle()
     return asyncio.run(run_recovery(plan, record, llm_config=_config(), backend_factory=lambda spec: backend))
