@@ -188,11 +188,12 @@ def _recovery_texts(path: Path) -> dict[tuple[str, str, str, str], dict[str, str
         for event in session.reader.iter_of(SlotFill, JudgeScore):
             if event.layer is not None or not (event.user_id and event.system and event.dimension):
                 continue
-            texts = found.setdefault((event.user_id, event.system, event.dimension, event.mode), {})
             if isinstance(event, SlotFill):
-                texts["fill"] = str(event.label or "")
-            else:
-                texts["reason"] = str(event.reason or "")
+                found.setdefault((event.user_id, event.system, event.dimension, event.mode), {})["fill"] = \
+                    str(event.label or "")
+            elif isinstance(event, JudgeScore):
+                found.setdefault((event.user_id, event.system, event.dimension, event.mode), {})["reason"] = \
+                    str(event.reason or "")
         for user, system, dimension, _ in list(found):
             target, _why = load_target(session, user, dimension, system)
             for mode in MODES:
@@ -251,16 +252,17 @@ def _paradigms(path: Path, header: RecordingHeader) -> list[SystemResults]:
                                    dataset, ci=bounds))
         instances = []
         for probe in probes[(probes["system"] == system) & ~probes["excluded"].astype(bool)].to_dict("records"):
-            answer = answers.get((system, str(probe["episode_id"]), int(probe["probe_index"])))  # type: ignore[call-overload]
-            score = float(probe["score"])  # type: ignore[arg-type]
+            answer = answers.get((system, str(probe["episode_id"]), int(probe["probe_index"])))
+            score = float(probe["score"])
             text = (answer.answer_text or (orjson.dumps(answer.answer).decode() if answer.answer else "")) if answer \
                 else ""
             instances.append(Instance("accuracy", f"{probe['episode_id']}:{probe['probe_index']}",
                                       answer.question if answer else str(probe["probe_type"]), [], text, score,
                                       score >= 1.0, {k: str(probe[k]) for k in (
                                           "paradigm", "condition", "expected_behavior", "probe_type", "reason")}))
+        protocols = header.config.get("input_protocols")
         out.append(SystemResults(system, results, instances, {
-            "input_protocol": str((header.config.get("input_protocols") or {}).get(system, ""))}))  # type: ignore[union-attr]
+            "input_protocol": str(protocols.get(system, "") if isinstance(protocols, dict) else "")}))
     return out
 
 
@@ -291,7 +293,8 @@ def _validator(name: str) -> object | None:
     except ImportError:
         return None
     schema = orjson.loads((SCHEMA_DIR / name).read_bytes())
-    return jsonschema.Draft7Validator(schema)
+    validator: object = jsonschema.Draft7Validator(schema)
+    return validator
 
 
 def _check(validator: object | None, document: Json, where: str) -> None:

@@ -50,7 +50,7 @@ class _Capture(Console):
         super().__init__(file=io.StringIO(), width=100)
         self.printed: list[RenderableType] = []
 
-    def print(self, *objects: RenderableType, **kwargs: object) -> None:  # type: ignore[override]
+    def print(self, *objects: RenderableType, **kwargs: object) -> None:
         self.printed.extend(objects)
 
 
@@ -195,11 +195,12 @@ def _case_b(session: ReplaySession, episode: str, system: str) -> str:
     answers: dict[int, ProbeAnswer] = {}
     scores: dict[int, ProbeScore] = {}
     for event in session.reader.iter_of(ProbeAnswer, ProbeScore):
-        if event.layer is None and event.system == system and event.episode_id == episode:
-            if isinstance(event, ProbeAnswer):
-                answers[event.probe_index] = event
-            else:
-                scores[event.probe_index] = event
+        if event.layer is not None or event.system != system:
+            continue
+        if isinstance(event, ProbeAnswer) and event.episode_id == episode:
+            answers[event.probe_index] = event
+        elif isinstance(event, ProbeScore) and event.episode_id == episode:
+            scores[event.probe_index] = event
     return probe_section(episode, system, [answers[i] for i in sorted(answers)], scores)
 
 

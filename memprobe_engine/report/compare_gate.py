@@ -11,6 +11,7 @@ log; the numbers are the comparison's own (``compare_a.py``, ``compare_b.py``).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import pandas as pd
@@ -41,7 +42,8 @@ def _fmt(delta: float, low: float, high: float) -> str:
     return f"{delta:+.3f} [95% CI {low:+.3f}, {high:+.3f}]"
 
 
-def _interval_gate(rows: pd.DataFrame, what: str, delta: str, paired: str, unit: str) -> Verdict:
+def _interval_gate(rows: pd.DataFrame, what: Callable[[dict[str, object]], str], delta: str, paired: str,
+                   unit: str) -> Verdict:
     """Shared by both protocols: rows with ``delta``, ``ci_low``, ``ci_high`` and a paired count."""
     usable = rows[[not math.isnan(float(v)) for v in rows["ci_high"]]] if len(rows) else rows
     usable = usable[usable[paired].astype(int) >= MIN_PAIRED] if len(usable) else usable

@@ -137,7 +137,7 @@ def compare_plots(result: CompareA | CompareB, folder: Path) -> list[Path]:
     import numpy as np
 
     from memprobe_engine.report.plots import _pyplot, _save
-    from memprobe_engine.report.render import output_folder
+    from memprobe_engine.exports.files import output_folder
 
     plt = _pyplot()
     folder = output_folder(folder)
