@@ -38,10 +38,11 @@ from pathlib import Path
 
 import orjson
 
+from memprobe_engine.errors import MemProbeError
 from memprobe_engine.events.base import EventBase
 from memprobe_engine.events.llm import EmbeddingBatch, LLMCall, RecordedMessage
 from memprobe_engine.events.memory import MemoryOp, Retrieval
-from memprobe_engine.events.reader import RecordingReader, open_recording
+from memprobe_engine.events.reader import DamagedEvent, RecordingReader, open_recording
 from memprobe_engine.events.run import SpanBegin, SpanEnd
 
 Json = dict[str, object]
@@ -320,7 +321,7 @@ class _Builder:
             assert isinstance(session, ReplaySession)
             try:
                 items = dict(session.store_at(str(event.unit or event.user_id), event.system, event.seq))
-            except Exception:  # noqa: BLE001 - a store that cannot be rebuilt leaves content null
+            except MemProbeError:  # a store that cannot be rebuilt (damage) leaves the content null
                 items = {}
         scores = list(event.scores) + [None] * (len(event.item_ids) - len(event.scores))
         records: list[Json] = []
@@ -396,7 +397,7 @@ def _spans(reader: RecordingReader, content: bool) -> tuple[list[_Span], int]:
             try:
                 data = reader.get_dict(line)
                 event = reader.parse(line, data)
-            except Exception:  # noqa: BLE001 - a damaged line is skipped (recording verify names it)
+            except DamagedEvent:  # skipped, as every reader skips it (recording verify names it)
                 skipped += 1
                 continue
             if isinstance(event, SpanBegin):

@@ -198,3 +198,16 @@ def test_a_receiver_failure_is_one_line_and_exit_2(receiver: Receiver, tmp_path:
     assert "--endpoint 'localhost:4318': give an http(s) URL" in str(result.exception)
     result = CliRunner().invoke(app, ["export", "otel", str(tmp_path / "nope")])
     assert "nope: does not exist" in str(result.exception)
+
+
+def test_a_damaged_line_is_skipped_and_named(tmp_path: Path) -> None:
+    import shutil
+
+    rec = tmp_path / "rec"
+    shutil.copytree(SHIPPED / "sample-quick-fixed-user_001", rec)
+    lines = (rec / "events.jsonl").read_bytes().split(b"\n")
+    at = next(i for i, line in enumerate(lines) if b'"kind":"message"' in line)
+    lines[at] = lines[at].replace(b'"role":"user"', b'"role":"usex"', 1)  # the seal no longer matches
+    (rec / "events.jsonl").write_bytes(b"\n".join(lines))
+    out = cli("export", "otel", str(rec), "--out", str(tmp_path / "t.json"))
+    assert "warning: 1 damaged line(s) skipped" in out and "wrote 90 spans in 3 traces" in out
