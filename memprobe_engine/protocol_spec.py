@@ -14,7 +14,7 @@ methods, so listing the protocols (``memprobe run --help``) loads none of them.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -26,6 +26,8 @@ from memprobe_engine.errors import ConfigError
 from memprobe_engine.events.header import RecordingHeader
 
 if TYPE_CHECKING:  # heavy or optional: only for the types
+    import pandas as pd
+
     from memprobe_engine.llm.cache import ResponseStore
     from memprobe_engine.llm.config import LLMConfig
     from memprobe_engine.llm.resolved import ResolvedProtocol
@@ -138,6 +140,10 @@ class ProtocolSpec:
         """Print (and export) the protocol's tables of ``recordings`` (all of this protocol)."""
         raise ConfigError(f"memprobe report has no tables for {self.name} runs ({self.title}); open them with "
                           f"memprobe replay.")
+
+    def frames(self, recordings: Sequence[Path]) -> Mapping[str, pd.DataFrame]:
+        """The frames and tables ``memprobe report --csv`` writes for ``recordings`` (name → frame)."""
+        raise ConfigError(f"{self.name} runs ({self.title}) have no report frames to export.")
 
     def compare(self, base: Selection, other: Selection, request: CompareRequest,
                 console: Console) -> dict[str, object]:

@@ -67,6 +67,7 @@ from memprobe_engine.cli import (  # noqa: E402
     ablation_cmd,
     compare_cmd,
     doctor_cmd,
+    export_cmd,
     generate_cmd,
     import_cmd,
     judge_cmd,
@@ -89,6 +90,7 @@ app.command("report")(report_cmd.report)
 app.command("merge")(merge_cmd.merge)
 app.command("rescore")(rescore_cmd.rescore)
 app.command("compare")(compare_cmd.compare)
+app.add_typer(export_cmd.export_app, name="export")
 app.command("reader-ablation")(ablation_cmd.reader_ablation)
 app.add_typer(sessions_cmds.sessions_app, name="sessions")
 app.add_typer(sessions_cmds.systems_app, name="systems")

@@ -38,6 +38,10 @@ def compare(
                         "folder (needs matplotlib, the 'plots' extra).")] = None,
     resamples: Annotated[int, typer.Option(min=100, help="Bootstrap resamples.")] = 2000,
     seed: Annotated[Optional[int], typer.Option(help="Bootstrap seed (default: protocol B's report seed).")] = None,
+    fail_on: Annotated[Optional[str], typer.Option(
+        "--fail-on", help="A CI gate: exit 1 on regression (the paired 95% interval of ΔB, protocol A, or "
+                          "Δaccuracy, protocol B, lies below 0) or any-regressed (any case or probe got worse); "
+                          "the last line says why.")] = None,
 ) -> None:
     """Did a change help, on which cases, and is it more than noise? Per-case changes, paired
     bootstrap intervals, exact McNemar flips (protocol A); probe flips and Δ metrics with episode
@@ -45,6 +49,11 @@ def compare(
     systems compared."""
     from memprobe_engine.report.output import export
 
+    from memprobe_engine.report.compare_gate import check_gate
+
+    gate = check_gate(fail_on) if fail_on is not None else None
+    if gate is not None and layers:
+        raise ConfigError("--fail-on gates a comparison of two runs; it does not apply to --layers.")
     console = Console(width=WIDTH, highlight=False)
     if layers:
         bundle = _layers(console, [Path(r) for r in recordings], layer)
@@ -61,6 +70,24 @@ def compare(
         if folder is not None:
             written = export(bundle, folder, {fmt})
             console.print(f"wrote {len(written)} {fmt} file(s) to {folder}")
+    if gate is not None:
+        _gate(console, bundle, gate)
+
+
+def _gate(console: Console, bundle: dict[str, object], gate: str) -> None:
+    """Print the gate's one line last (what a CI log shows) and exit 1 when it failed."""
+    import pandas as pd
+
+    from memprobe_engine.report.compare_gate import gate_a, gate_b
+
+    frames = {k: v for k, v in bundle.items() if isinstance(v, pd.DataFrame)}
+    if "compare_metrics" in frames:
+        verdict = gate_b(frames["compare_metrics"], frames["compare_probes"], gate)
+    else:
+        verdict = gate_a(frames["compare_categories"], frames["compare_cases"], gate)
+    console.print(escape(verdict.line), soft_wrap=True)
+    if verdict.failed:
+        raise typer.Exit(1)
 
 
 def _warn_differences(console: Console, lines: list[str]) -> None:

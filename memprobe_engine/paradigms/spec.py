@@ -7,7 +7,7 @@ protocols loads none of them.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,6 +20,8 @@ from memprobe_engine.protocol_spec import (OWN_LAYER, CompareRequest, PlannedRun
 from memprobe_engine.run_flags import csv_names, unique
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from memprobe_engine.llm.usage_estimate import CostEstimate
     from memprobe_engine.replay.session import ReplaySession
     from memprobe_engine.replay.store_steps import Labelled
@@ -91,6 +93,13 @@ class ParadigmSpec(ProtocolSpec):
             from memprobe_engine.paradigms.read.plots import paradigm_plots
 
             say_plots(paradigm_plots(load_paradigm_frames(recordings).probes, request.plots), request.plots)
+
+    def frames(self, recordings: Sequence[Path]) -> Mapping[str, pd.DataFrame]:
+        from memprobe_engine.paradigms.read.frames import load_paradigm_frames
+        from memprobe_engine.paradigms.read.tables import DEFAULT_TABLES, build_paradigm_tables, parse_paradigm_tables
+
+        probes = load_paradigm_frames(recordings).probes
+        return {"probes": probes, **build_paradigm_tables(probes, parse_paradigm_tables(DEFAULT_TABLES))}
 
     def compare(self, base: Selection, other: Selection, request: CompareRequest,
                 console: Console) -> dict[str, object]:

@@ -7,7 +7,7 @@ protocols loads none of them.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -21,6 +21,8 @@ from memprobe_engine.protocol_spec import (OWN_LAYER, CompareRequest, PlannedRun
 from memprobe_engine.run_flags import csv_names, system_names
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from memprobe_engine.llm.usage_estimate import CostEstimate
     from memprobe_engine.replay.index import IndexFold
     from memprobe_engine.replay.session import ReplaySession
@@ -109,6 +111,13 @@ class RecoverySpec(ProtocolSpec):
             recovery_report(recordings, csv=folder(request.csv), parquet=folder(request.parquet),
                             tables=request.tables, plots=folder(request.plots), console=console, errors=errors,
                             layer=None if own else name)
+
+    def frames(self, recordings: Sequence[Path]) -> Mapping[str, pd.DataFrame]:
+        from memprobe_engine.recovery.read.frames import load_frames
+        from memprobe_engine.recovery.read.tables import build_tables
+
+        loaded = load_frames(list(recordings))
+        return {**loaded.as_dict(), **build_tables(loaded)}
 
     def compare(self, base: Selection, other: Selection, request: CompareRequest,
                 console: Console) -> dict[str, object]:

@@ -38,6 +38,11 @@ def export(frames_tables: Mapping[str, pd.DataFrame], out_dir: Path,
     unknown = set(formats) - FORMATS
     if unknown:
         raise ConfigError(f"export formats {sorted(unknown)} are not supported; use {sorted(FORMATS)}.")
+    if "parquet" in formats:
+        try:
+            import pyarrow  # noqa: F401 - only whether it is installed
+        except ImportError:
+            raise ConfigError("parquet export needs pyarrow (pip install pyarrow); or export as csv.") from None
     out_dir = output_folder(out_dir)
     written: list[Path] = []
     try:

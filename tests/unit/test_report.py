@@ -38,7 +38,8 @@ from memprobe_engine.recovery.read import build_tables, load_frames, print_table
 from memprobe_engine.recovery.read.frames import ReportFrames
 from memprobe_engine.recovery.read.render import fmt_mean_std
 from memprobe_engine.recovery.read.tables import table14
-from memprobe_engine.report.output import WIDTH, export
+from memprobe_engine.exports import write_frames
+from memprobe_engine.report.output import WIDTH
 
 SK, KN, PR = "skill_memory", "knowledge_memory", "assistance_preference"
 DIMS = {"s1": SK, "s2": SK, "k1": KN, "p1": PR}
@@ -252,7 +253,7 @@ def test_table14_lower_order_quantiles(shards: list[Path]) -> None:
 def test_exports_equal_frames_and_tables(shards: list[Path], tmp_path: Path) -> None:
     frames = load_frames(shards)
     bundle = {**frames.as_dict(), **build_tables(frames)}
-    written = export(bundle, tmp_path / "out")
+    written = write_frames(bundle, tmp_path / "out", "csv") + write_frames(bundle, tmp_path / "out", "parquet")
     assert len(written) == 2 * len(bundle)
     for name, df in bundle.items():
         back = pd.read_csv(tmp_path / "out" / f"{name}.csv")

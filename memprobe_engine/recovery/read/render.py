@@ -3,7 +3,7 @@
 The tables in :mod:`memprobe_engine.recovery.read.tables` keep numbers numeric; this module is the only
 place that turns them into text — ``mean ± std`` with three decimals, a dagger on diagnostic
 (overflowed) full-store numbers, ``–`` for a value that does not exist — so that exports and the
-terminal never disagree about the numbers themselves.
+terminal never disagree about the numbers themselves. Files are written by ``memprobe_engine/exports``.
 """
 
 from __future__ import annotations
