@@ -102,6 +102,14 @@ class MemProbeApp(App[None]):
     def open_memory(self, session: ReplaySession, user_id: str, system: str, seqs: tuple[int, int] | None) -> None:
         self.push_screen(MemoryScreen(session, user_id, system, seqs))
 
+    def route(self, name: str, *args: object) -> None:
+        for entry in entries().values():
+            found = entry.routes.get(name)
+            if found is not None:
+                found(self, *args)
+                return
+        raise LookupError(f"no protocol's TUI entry has the route {name!r}")
+
     def open_llm_call(self, session: ReplaySession, seq: int) -> None:
         self.push_screen(LLMCallScreen(session, seq))
 

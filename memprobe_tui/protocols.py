@@ -8,34 +8,14 @@ protocol's screens are its own folder plus the one ``tui`` line of its spec.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from functools import cache
-
-from textual.command import Provider
-from textual.screen import Screen
 
 from memprobe_engine.errors import MemProbeError
 from memprobe_engine.protocol_spec import ProtocolSpec
 from memprobe_engine.protocols import protocols, spec_of
 from memprobe_engine.replay import ReplaySession
-
-
-@dataclass(frozen=True)
-class TuiEntry:
-    """A protocol's screens as the app routes to them."""
-
-    #: The screen a recording of the protocol opens on.
-    overview: Callable[[ReplaySession], Screen[None]]
-    #: Every screen class of the protocol (their bindings' ids may be remapped in the keymap file).
-    screens: tuple[type[Screen[None]], ...] = ()
-    #: Command-palette providers (each offers nothing on another protocol's recording).
-    commands: tuple[type[Provider], ...] = ()
-    #: Builds the protocol's live re-run hooks (name → hook) from the models the user chose.
-    live_hooks: Callable[[object], dict[str, object]] = field(default=lambda llm_config: {})
-    #: Runs the app on two runs side by side (``memprobe replay BASE --compare OTHER``): (base session,
-    #: other session, base system, other system, no colour); None: the protocol has no compare screen.
-    compare: Callable[[ReplaySession, ReplaySession, str | None, str | None, bool], None] | None = None
+from memprobe_tui.screens.generic_overview import GENERIC_ENTRY
+from memprobe_tui.tui_entry import TuiEntry
 
 
 class _NoProtocol(ProtocolSpec):
@@ -59,8 +39,6 @@ def read_spec(session: ReplaySession) -> ProtocolSpec:
 @cache
 def entries() -> dict[str, TuiEntry]:
     """Every protocol's TUI entry, by protocol name (the generic one where a protocol names none)."""
-    from memprobe_tui.screens.generic_overview import GENERIC_ENTRY
-
     found: dict[str, TuiEntry] = {}
     for name, spec in protocols().items():
         entry = GENERIC_ENTRY
@@ -76,6 +54,4 @@ def entries() -> dict[str, TuiEntry]:
 
 def entry_for(session: ReplaySession) -> TuiEntry:
     """The TUI entry of an open recording's protocol."""
-    from memprobe_tui.screens.generic_overview import GENERIC_ENTRY
-
     return entries().get(read_spec(session).name, GENERIC_ENTRY)

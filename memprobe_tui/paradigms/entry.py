@@ -8,7 +8,7 @@ from memprobe_tui.paradigms.commands import ParadigmCommands
 from memprobe_tui.paradigms.episode_stepper import EpisodeScreen
 from memprobe_tui.paradigms.overview import ParadigmOverviewScreen
 from memprobe_tui.paradigms.probe_inspector import PROBE_RERUN, ProbeScreen
-from memprobe_tui.protocols import TuiEntry
+from memprobe_tui.tui_entry import TuiEntry
 
 
 def live_hooks(llm_config: object) -> dict[str, object]:

@@ -1,5 +1,7 @@
-"""Protocol A's own routes between its screens (transcript, dimension inspector) and its live re-score
-hook, so the shared app knows none of them. Screens are imported on first use: they import each other."""
+"""Protocol A's own routes between its screens (transcript, dimension inspector), typed, and its live
+re-score hook, so the shared app knows none of them. A route goes through the app by name
+(``Navigator.route``); the entry (``entry.py``) says which screen each name opens, so the screens never
+import one another."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from textual.screen import Screen
 
 from memprobe_engine.recovery.read import RescoreFunction, resolve_rescore
 from memprobe_engine.replay import ReplaySession
+from memprobe_tui.navigation import Navigator
 
 if TYPE_CHECKING:
     from memprobe_engine.llm.config import LLMConfig
@@ -18,24 +21,21 @@ if TYPE_CHECKING:
 RESCORE = "rescore"
 
 
+#: Route names (the entry maps each to its screen).
+TRANSCRIPT, SWITCH_TRANSCRIPT, DIMENSION = "recovery.transcript", "recovery.switch_transcript", "recovery.dimension"
+
+
 def open_transcript(app: App[Any], session: ReplaySession, user_id: str, system: str,
                     at: tuple[int, int] | None = None) -> None:
-    from memprobe_tui.recovery.transcript import TranscriptScreen
-
-    app.push_screen(TranscriptScreen(session, user_id, system, at))
+    cast(Navigator, app).route(TRANSCRIPT, session, user_id, system, at)
 
 
 def switch_transcript(app: App[Any], screen: Screen[None], system: str, at: tuple[int, int]) -> None:
-    from memprobe_tui.recovery.transcript import TranscriptScreen
-
-    if isinstance(screen, TranscriptScreen):
-        app.switch_screen(TranscriptScreen(screen.session, screen.user_id, system, at))
+    cast(Navigator, app).route(SWITCH_TRANSCRIPT, screen, system, at)
 
 
 def open_dimension(app: App[Any], session: ReplaySession, user_id: str, system: str, dimension: str | None) -> None:
-    from memprobe_tui.recovery.dimension import DimensionScreen
-
-    app.push_screen(DimensionScreen(session, user_id, system, dimension))
+    cast(Navigator, app).route(DIMENSION, session, user_id, system, dimension)
 
 
 def rescore_of(app: App[Any]) -> RescoreFunction | None:

@@ -15,7 +15,7 @@ from memprobe_engine.events.run import Metric
 from memprobe_engine.events.union import AnyEvent
 from memprobe_engine.replay import ReplaySession
 from memprobe_engine.replay.index import SpanRec
-from memprobe_tui.protocols import TuiEntry
+from memprobe_tui.tui_entry import TuiEntry
 from memprobe_tui.screens.recording_overview import RecordingOverview
 from memprobe_tui.widgets.table_fill import fill_table
 
