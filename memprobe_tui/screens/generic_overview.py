@@ -109,7 +109,7 @@ Enter on a unit opens its memory store at the end of the unit (`n`/`p` step thro
         self.set_title(f"{len(self.units)} units · {len(metrics)} metrics · {state} · {header.run_id} "
                        f"({header.suite})")
         if self.session.live:
-            self.follow_when_live()
+            self.start_following()
 
     def action_memory(self) -> None:
         row = self.query_one(DataTable).cursor_row
