@@ -11,9 +11,7 @@ from typing import ClassVar
 
 from rich.text import Text
 from textual import work
-from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.widgets import ProgressBar
 
 from memprobe_engine.paradigms.read.queries import (
     EpisodeRow,
@@ -59,8 +57,6 @@ searches the rows.
 """
 
     DEFAULT_CSS = """
-    ParadigmOverviewScreen ProgressBar { height: 1; padding: 0 1; }
-    ParadigmOverviewScreen ProgressBar.done { display: none; }
     ParadigmOverviewScreen EpisodeTable { height: 1fr; }
     """
 
@@ -89,11 +85,8 @@ searches the rows.
         #: ``o``: the order of the list (None: run order).
         self.sort: str | None = None
 
-    def compose(self) -> ComposeResult:
-        yield from self.compose_top()
-        yield ProgressBar(total=max(1, len(self.session)), show_eta=False, id="index-progress")
-        yield EpisodeTable(id="episodes")
-        yield from self.compose_bottom()
+    def numbers_table(self) -> EpisodeTable:
+        return EpisodeTable(id="episodes")
 
     def on_mount(self) -> None:
         self.set_title(f"indexing… · {len(self.session):,} events · {self.session.header.run_id} (paradigms)")

@@ -11,9 +11,7 @@ import datetime as dt
 import gc
 from typing import ClassVar
 
-from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.widgets import ProgressBar
 
 from memprobe_engine.recovery.read import ScoreBoard, score_board
 from memprobe_engine.replay import ReplaySession, UnitInfo, units
@@ -59,8 +57,6 @@ class OverviewScreen(RecordingOverview[Numbers]):
     """The first screen of a recording."""
 
     DEFAULT_CSS = """
-    OverviewScreen ProgressBar { height: 1; padding: 0 1; }
-    OverviewScreen ProgressBar.done { display: none; }
     OverviewScreen ScoreTable { height: 1fr; }
     """
 
@@ -85,11 +81,8 @@ class OverviewScreen(RecordingOverview[Numbers]):
         self.only = ""
         self.sort: str | None = None
 
-    def compose(self) -> ComposeResult:
-        yield from self.compose_top()
-        yield ProgressBar(total=max(1, len(self.session)), show_eta=False, id="index-progress")
-        yield ScoreTable(id="scores")
-        yield from self.compose_bottom()
+    def numbers_table(self) -> ScoreTable:
+        return ScoreTable(id="scores")
 
     def on_mount(self) -> None:
         self._title("indexing…")

@@ -14,7 +14,9 @@ import time
 from typing import ClassVar, Generic, TypeVar, cast
 
 from textual import on, work
+from textual.app import ComposeResult
 from textual.timer import Timer
+from textual.widget import Widget
 from textual.widgets import ProgressBar
 from textual.worker import get_current_worker
 
@@ -29,7 +31,12 @@ NumbersT = TypeVar("NumbersT")
 
 
 class RecordingOverview(ReplayScreen, Generic[NumbersT]):
-    """The first screen of a recording; subclasses compose a ``ProgressBar`` and their own table."""
+    """The first screen of a recording: a progress bar (hidden once the numbers came), then the table."""
+
+    DEFAULT_CSS = """
+    RecordingOverview ProgressBar { height: 1; padding: 0 1; }
+    RecordingOverview ProgressBar.done { display: none; }
+    """
 
     #: The name the worker's numbers are posted under (``Loaded.what``).
     NUMBERS: ClassVar[str] = "overview"
@@ -45,6 +52,10 @@ class RecordingOverview(ReplayScreen, Generic[NumbersT]):
         self._ticks = 0
 
     # -- what a protocol's overview says -----------------------------------------------------
+    def numbers_table(self) -> Widget:
+        """The widget that shows the numbers (below the progress bar)."""
+        raise NotImplementedError
+
     def numbers(self) -> NumbersT:
         """The screen's numbers from the current index (runs in a worker thread)."""
         raise NotImplementedError
@@ -52,6 +63,12 @@ class RecordingOverview(ReplayScreen, Generic[NumbersT]):
     def show_numbers(self, data: NumbersT) -> None:
         """Draw :meth:`numbers`' result (on the UI thread)."""
         raise NotImplementedError
+
+    def compose(self) -> ComposeResult:
+        yield from self.compose_top()
+        yield ProgressBar(total=max(1, len(self.session)), show_eta=False, id="index-progress")
+        yield self.numbers_table()
+        yield from self.compose_bottom()
 
     # -- the session work ------------------------------------------------------------------------
     def start_index(self) -> None:
