@@ -1,24 +1,17 @@
 """Paradigm run overview: the episodes of one system — paradigm, condition, expected behaviour, split,
 the score of every probe and the episode's accuracy — with ``s`` switching systems; live progress.
 
-The first screen of a protocol-B recording. Like the protocol-A overview it owns the recording's
-session work: it starts the index pass (a thread worker reporting progress) and, while the run has no
-run_end, a follow timer that picks up appended events and tells the screen on top to redraw.
+The first screen of a protocol-B recording. The recording's session work (index pass, follow timer,
+closing) is :class:`RecordingOverview`'s; this screen follows the run only while it has no run_end.
 """
 
 from __future__ import annotations
 
-import threading
-import time
 from typing import ClassVar
 
 from rich.text import Text
-from textual import on, work
-from textual.app import ComposeResult
+from textual import work
 from textual.binding import Binding, BindingType
-from textual.timer import Timer
-from textual.widgets import ProgressBar
-from textual.worker import get_current_worker
 
 from memprobe_engine.paradigms.read.queries import (
     EpisodeRow,
@@ -27,18 +20,19 @@ from memprobe_engine.paradigms.read.queries import (
     system_accuracy,
 )
 from memprobe_engine.replay import ReplaySession
-from memprobe_tui.messages import IndexProgress, Loaded, RecordingGrew, ShowText
+from memprobe_tui.messages import Loaded, ShowText
 from memprobe_tui.paradigms.episode_stepper import EpisodeScreen
 from memprobe_tui.paradigms.episode_table import EpisodeTable
 from memprobe_tui.paradigms.probe_inspector import ProbeScreen
 from memprobe_tui.paradigms.render import fmt_score
-from memprobe_tui.screens.base import ReplayScreen
+from memprobe_tui.screens.recording_overview import RecordingOverview
 from memprobe_tui.widgets.search_prompt import SearchPrompt
 
-FOLLOW_EVERY_S = 1.0
+#: The systems, the one shown, and its episodes.
+Numbers = tuple[list[str], str | None, list[EpisodeRow]]
 
 
-class ParadigmOverviewScreen(ReplayScreen):
+class ParadigmOverviewScreen(RecordingOverview[Numbers]):
     """Rows: the episodes of the current system in run order."""
 
     HELP = """\
@@ -63,8 +57,6 @@ searches the rows.
 """
 
     DEFAULT_CSS = """
-    ParadigmOverviewScreen ProgressBar { height: 1; padding: 0 1; }
-    ParadigmOverviewScreen ProgressBar.done { display: none; }
     ParadigmOverviewScreen EpisodeTable { height: 1fr; }
     """
 
@@ -79,10 +71,12 @@ searches the rows.
         Binding("f", "filter", "Filter", show=False, id="paradigm.filter"),
         Binding("o", "sort", "Sort", show=False, id="paradigm.sort"),
     ]
+    NUMBERS = "paradigm overview"
+    RECOMPUTE = "episode list"
+    IDLE_TICKS = None  # no run_end: follow; once it came, stop
 
     def __init__(self, session: ReplaySession, system: str | None = None) -> None:
         super().__init__(session)
-        self.session: ReplaySession = session
         self.system = system
         self.systems: list[str] = []
         self.rows: list[EpisodeRow] = []
@@ -90,91 +84,31 @@ searches the rows.
         self.only = ""
         #: ``o``: the order of the list (None: run order).
         self.sort: str | None = None
-        self._follow_timer: Timer | None = None
 
-    def compose(self) -> ComposeResult:
-        yield from self.compose_top()
-        yield ProgressBar(total=max(1, len(self.session)), show_eta=False, id="index-progress")
-        yield EpisodeTable(id="episodes")
-        yield from self.compose_bottom()
+    def numbers_table(self) -> EpisodeTable:
+        return EpisodeTable(id="episodes")
 
     def on_mount(self) -> None:
         self.set_title(f"indexing… · {len(self.session):,} events · {self.session.header.run_id} (paradigms)")
         self.show_damage()
         self.query_one(EpisodeTable).focus()
-        self.call_after_refresh(self._index)  # the first frame before the heavy pass
+        self.start_index()
 
-    def on_unmount(self) -> None:
-        # A recording opened from the browser is this screen's to close (off the UI thread: closing
-        # waits for running passes); the one `memprobe replay` opened is closed by the command.
-        if getattr(self.app, "session", None) is not self.session:
-            self.workers.cancel_node(self)
-            threading.Thread(target=self.session.close, name="close recording", daemon=True).start()
-
-    # -- workers -------------------------------------------------------------------------------
-    @work(thread=True, exclusive=True, group="index", exit_on_error=False, name="index pass")
-    def _index(self) -> None:
-        worker = get_current_worker()
-        last = [0.0]
-
-        def progress(done: int, total: int) -> None:
-            now = time.monotonic()
-            if now - last[0] > 0.1:
-                last[0] = now
-                self.post_message(IndexProgress(done, total))
-
-        self.session.build_index(progress, lambda: worker.is_cancelled)
-        self._post_rows()
-        # A screen opened before the pass ended drew from a partial index: redraw it now.
-        self.post_message(RecordingGrew(0))
-        if not worker.is_cancelled:
-            self.session.scan_memory()  # while the list is read: the first store view then opens at once
-
-    def _post_rows(self) -> None:
+    def numbers(self) -> Numbers:
         systems = paradigm_systems(self.session)
         system = self.system if self.system in systems else (systems[0] if systems else None)
         rows = episode_rows(self.session, system) if system is not None else []
-        self.post_message(Loaded("paradigm overview", (systems, system, rows)))
+        return systems, system, rows
 
-    @work(thread=True, exclusive=True, group="board", exit_on_error=False, name="episode list")
-    def _recompute(self) -> None:
-        self._post_rows()
-
-    @work(thread=True, exclusive=True, group="follow", exit_on_error=False, name="follow")
-    def _follow(self) -> None:
-        added = self.session.follow()
-        if added:
-            self._post_rows()
-            self.post_message(RecordingGrew(added))
-
-    def _poll(self) -> None:
-        if self.session.live:
-            if not any(w.group == "follow" and w.is_running for w in self.workers):
-                self._follow()
-        elif self._follow_timer is not None:
-            self._follow_timer.stop()
-
-    def reload(self) -> None:
-        super().reload()
-        if self.session.indexed:
-            self._recompute()
-
-    # -- message handlers ----------------------------------------------------------------------
-    def on_index_progress(self, message: IndexProgress) -> None:
-        self.query_one(ProgressBar).update(total=max(1, message.total), progress=message.done)
-
-    @on(Loaded)
-    def _loaded(self, message: Loaded) -> None:
-        self.systems, self.system, self.rows = message.data
-        self.query_one(ProgressBar).add_class("done")
+    def show_numbers(self, data: Numbers) -> None:
+        self.systems, self.system, self.rows = data
         shown = listed(self.rows, self.only, self.sort)
         self.query_one(EpisodeTable).show(shown)
         totals = system_accuracy(self.rows)
         header = self.session.header
         if self.session.live:
             state = "live" if self.session.writer_alive() else "no run_end (interrupted?)"
-            if self._follow_timer is None:
-                self._follow_timer = self.set_interval(FOLLOW_EVERY_S, self._poll)
+            self.start_following()
         else:
             state = self.session.index.run_status or "?"
         which = f"{self.system} ({self.systems.index(self.system) + 1}/{len(self.systems)})" if self.system else \
@@ -185,14 +119,6 @@ searches the rows.
             (f" · by {self.sort}" if self.sort else "")
         self.set_title(f"{which}{narrowed} · acc {fmt_score(totals.accuracy)} (mean {fmt_score(totals.mean_score)}) "
                        f"over {totals.scored} probes{excl} · {len(self.rows)} episodes · {state} · {header.run_id}")
-        self.seen_version = self.session.version
-        self.show_damage()
-
-    def on_recording_grew(self, message: RecordingGrew) -> None:
-        self.show_damage()
-        top = self.app.screen
-        if top is not self and isinstance(top, ReplayScreen) and top.session is self.session:
-            top.post_message(RecordingGrew(message.added))
 
     # -- actions -------------------------------------------------------------------------------
     def action_cursor(self, delta: int) -> None:
@@ -202,7 +128,7 @@ searches the rows.
     def action_switch_system(self) -> None:
         if len(self.systems) > 1 and self.system in self.systems:
             self.system = self.systems[(self.systems.index(self.system) + 1) % len(self.systems)]
-            self._recompute()
+            self.recompute()
 
     def _selected(self) -> EpisodeRow | None:
         episode_id = self.query_one(EpisodeTable).selected()
@@ -250,7 +176,7 @@ searches the rows.
 
     def _redraw_list(self) -> None:
         if self.systems or self.rows:
-            self.post_message(Loaded("paradigm overview", (self.systems, self.system, self.rows)))
+            self.post_message(Loaded(self.NUMBERS, (self.systems, self.system, self.rows)))
 
     @work(thread=True, exclusive=True, group="across", exit_on_error=False, name="systems side by side")
     def _across(self) -> None:

@@ -11,7 +11,6 @@ them (a ``probe_score`` with ``rescore_of``). Escape cancels a running re-run.
 
 from __future__ import annotations
 
-import asyncio
 from typing import cast, TYPE_CHECKING, Any, ClassVar
 
 from rich.text import Text
@@ -36,6 +35,7 @@ from memprobe_tui.paradigms.render import (
     score_lines,
 )
 from memprobe_tui.screens.base import ReplayScreen
+from memprobe_tui.screens.rerun_screen import RerunScreen
 from memprobe_tui.widgets.detail_log import DetailLog
 from memprobe_tui.widgets.rerun_panel import RerunPanel
 
@@ -82,7 +82,7 @@ class ProbeSink:
         self._post(ProbeRerunScore(score, subscores, reason, excluded))
 
 
-class ProbeScreen(ReplayScreen):
+class ProbeScreen(RerunScreen):
     """``probe_index`` is the probe's position in the episode (0-based)."""
 
     HELP = """\
@@ -121,6 +121,7 @@ store the reader searched, `[`/`]` the other probes, `s` the same probe under th
         Binding("left_square_bracket", "next_probe(-1)", "Prev probe", show=False, id="probe.prev"),
         Binding("s", "switch_system", "System", id="probe.system"),
     ]
+    MODEL_BOX = "reader-model"
 
     def __init__(self, session: ReplaySession, episode_id: str, system: str, probe_index: int) -> None:
         super().__init__(session)
@@ -187,9 +188,6 @@ store the reader searched, `[`/`]` the other probes, `s` the same probe under th
         log.scroll_to(offset.x, offset.y, animate=False)
 
     # -- re-run --------------------------------------------------------------------------------
-    def rerun_running(self) -> bool:
-        return any(w.group == "rerun" and w.is_running for w in self.workers)
-
     def _hook(self) -> ProbeRerunHook:
         """The app's re-run (``memprobe replay`` builds it from its --model/--config), else the default."""
         live: dict[str, object] = getattr(self.app, "live", {})
@@ -207,18 +205,11 @@ store the reader searched, `[`/`]` the other probes, `s` the same probe under th
             self.notify(f"This answer came from the {self.detail.answer.input_protocol} input protocol without a "
                         "reader call: there is no reader to re-run.", severity="warning")
             return
-        box = self.query_one("#reader-model", Input)
-        if not box.value:
-            box.value = self._hook().default_reader
-        box.disabled = False
-        box.add_class("shown")
-        box.focus()
+        self.ask_model(lambda: self._hook().default_reader)
 
     @on(Input.Submitted, "#reader-model")
     def _model_chosen(self, event: Input.Submitted) -> None:
-        box = self.query_one("#reader-model", Input)
-        box.remove_class("shown")
-        box.disabled = True
+        self.close_model_box()
         spec = event.value.strip()
         hook = self._hook()
         from memprobe_engine.paradigms.rerun import (
@@ -233,23 +224,7 @@ store the reader searched, `[`/`]` the other probes, `s` the same probe under th
 
     @work(exclusive=True, group="rerun", exit_on_error=False, name="probe re-run")
     async def _rerun(self, run: ProbeRerunFunction, request: ProbeRerunRequest) -> None:
-        try:
-            await run(request, ProbeSink(self))
-        except asyncio.CancelledError:
-            self.post_message(RescoreFinished("cancelled"))
-            raise
-        except Exception as err:
-            self.post_message(RescoreFinished(f"failed: {err}"))
-            raise  # the screen's Worker.StateChanged handler reports it
-        self.post_message(RescoreFinished("done"))
-
-    @on(RescoreText)
-    def _rerun_text(self, message: RescoreText) -> None:
-        panel = self.query_one(RerunPanel)
-        if message.note:
-            panel.line(message.text)
-        else:
-            panel.write(message.text, message.stage)
+        await self.reported(lambda: run(request, ProbeSink(self)))
 
     @on(ProbeRerunAnswer)
     def _rerun_answer(self, message: ProbeRerunAnswer) -> None:
@@ -278,18 +253,6 @@ store the reader searched, `[`/`]` the other probes, `s` the same probe under th
         self.session.follow()  # the engine appended the re-run's events: index them, then redraw
         self.post_message(Loaded("picked up", probe_detail(self.session, self.episode_id, self.system,
                                                            self.probe_index)))
-
-    def action_back(self) -> None:
-        box = self.query_one("#reader-model", Input)
-        if box.has_class("shown"):  # Esc first closes the model box
-            box.remove_class("shown")
-            box.disabled = True
-            self.focus_next()
-            return
-        if self.rerun_running():
-            self.workers.cancel_group(self, "rerun")  # then cancels a running re-run
-            return
-        super().action_back()
 
     # -- navigation ----------------------------------------------------------------------------
     def _switch(self, probe_index: int | None = None, system: str | None = None) -> None:

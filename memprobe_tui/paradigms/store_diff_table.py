@@ -11,10 +11,10 @@ from rich.text import Text
 from textual.geometry import Size
 from textual.reactive import Reactive
 
-from memprobe_engine.replay.memory_view import StoreRow, item_text
+from memprobe_engine.replay.memory_view import StoreRow
 from memprobe_tui.widgets.cursor_mark import MarkedCursorTable
 from memprobe_tui.widgets.fixed_region import content_size_changed
-from memprobe_tui.widgets.store_table import MARK_STYLES
+from memprobe_tui.widgets.store_table import MARK_STYLES, group_and_text, row_key
 
 #: (label, key, width); texts are cut at 160 cells (the memory view shows an item whole): long
 #: non-ASCII texts cost Rich a grapheme split per cell on every redraw.
@@ -44,13 +44,11 @@ class StoreDiffTable(MarkedCursorTable):
         self.clear()
         for row in rows:
             style = MARK_STYLES[row.mark]
-            value = row.item.get(group_field, "") if group_field else ""
-            group = ",".join(map(str, value)) if isinstance(value, list) else str(value)
-            text = " ".join(item_text(row.item).split())
+            group, text = group_and_text(row, group_field)
             self.add_row(Text(row.mark, style=style), Text(row.item_id[:14], style=style),
                          Text(group[:10], style="dim" if row.mark == " " else style),
                          # cut to the column's width already: no word wrapping to compute (3x cheaper)
                          Text(text[:160], style="strike dim" if row.mark == "-" else "", no_wrap=True),
-                         key=("-" if row.mark == "-" else "") + row.item_id)
+                         key=row_key(row))
         if self.row_count:
             self.move_cursor(row=min(keep, self.row_count - 1))

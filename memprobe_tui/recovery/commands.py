@@ -2,19 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from functools import partial
 from typing import cast
-
-from textual.command import DiscoveryHit, Hit, Hits, Provider
 
 from memprobe_engine.recovery.read.scores import ScorePair, category_map, score_board
 from memprobe_engine.replay import ReplaySession, units
 from memprobe_tui.navigation import Navigator
-from memprobe_tui.palette_match import match_words
+from memprobe_tui.palette_match import Candidate, CandidateCommands
 from memprobe_tui.recovery.navigation import open_dimension, open_transcript
-
-Candidate = tuple[str, Callable[[], None], str]
 
 
 def _score(pair: ScorePair | None) -> str:
@@ -27,17 +22,10 @@ def _score(pair: ScorePair | None) -> str:
     return "—" if score is None else f"{score:.2f}"
 
 
-class ReplayCommands(Provider):
-    """Candidates are built once per palette opening (``startup``), from the run index."""
+class ReplayCommands(CandidateCommands):
+    """Every unit's transcript and store, every (user, system, dimension) with its judge scores."""
 
-    def __init__(self, *args: object, **kwargs: object) -> None:
-        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
-        self._candidates: list[Candidate] = []
-
-    async def startup(self) -> None:
-        session = getattr(self.screen, "session", None)
-        if not isinstance(session, ReplaySession):
-            return
+    def candidates(self, session: ReplaySession) -> list[Candidate]:
         nav = cast(Navigator, self.app)
         found: list[Candidate] = []
         unit_list = units(session)
@@ -56,14 +44,4 @@ class ReplayCommands(Provider):
                 found.append((f"dimension {user_id} × {system} · {dimension}",
                               partial(open_dimension, self.app, session, user_id, system, dimension),
                               f"{category} · judge {scores}: target, scores, attribution, re-run"))
-        self._candidates = found
-
-    async def discover(self) -> Hits:
-        for name, run, help_text in self._candidates[:20]:
-            yield DiscoveryHit(name, run, help=help_text)
-
-    async def search(self, query: str) -> Hits:
-        for name, run, help_text in self._candidates:
-            matched = match_words(query, name)
-            if matched is not None:
-                yield Hit(matched[0], matched[1], run, help=help_text)
+        return found

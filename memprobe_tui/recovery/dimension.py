@@ -10,7 +10,6 @@ screen re-reads the recording, where the engine appended them.
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any, ClassVar
 
 from textual import on, work
@@ -25,6 +24,7 @@ from memprobe_engine.replay import ReplaySession, systems, unit_dimensions
 from memprobe_tui.messages import Loaded, RescoreFinished, RescoreScore, RescoreStage, RescoreText
 from memprobe_tui.recovery.render_dimension import dimension_lines, judge_call
 from memprobe_tui.screens.base import ReplayScreen
+from memprobe_tui.screens.rerun_screen import RerunScreen
 from memprobe_tui.widgets.detail_log import DetailLog
 from memprobe_tui.widgets.rerun_panel import RerunPanel
 from memprobe_tui.recovery.navigation import open_transcript, rescore_of
@@ -52,7 +52,7 @@ class MessageSink:
         self._send(RescoreScore(mode, score, reason))
 
 
-class DimensionScreen(ReplayScreen):
+class DimensionScreen(RerunScreen):
     """``dimension`` None opens the unit's first dimension."""
 
     HELP = """\
@@ -106,6 +106,7 @@ with similarity scores (retrieve), each item with `[T2.1]`, the step (task 2, tu
         Binding("j,down", "scroll(1)", "Down", show=False, id="dimension.down"),
         Binding("k,up", "scroll(-1)", "Up", show=False, id="dimension.up"),
     ]
+    RERUN_GROUP = "rescore"
 
     def __init__(self, session: ReplaySession, user_id: str, system: str, dimension: str | None) -> None:
         super().__init__(session)
@@ -175,9 +176,6 @@ with similarity scores (retrieve), each item with `[T2.1]`, the step (task 2, tu
             log.scroll_to(offset.x, offset.y, animate=False)
 
     # -- re-run --------------------------------------------------------------------------------
-    def rerun_running(self) -> bool:
-        return any(w.group == "rescore" and w.is_running for w in self.workers)
-
     def action_rerun(self) -> None:
         rescore = rescore_of(self.app)
         if rescore is None:
@@ -187,13 +185,8 @@ with similarity scores (retrieve), each item with `[T2.1]`, the step (task 2, tu
         if self.dimension is None or self.rerun_running():
             return
         # A re-run appends to the audited recording: ask first, with the model it will use.
-        box = self.query_one("#rerun-model", Input)
-        if not box.value:
-            box.value = self._default_model()
-        box.disabled = False
-        box.add_class("shown")
-        box.border_title = "re-run appends to this recording: model for slot-filler and judges · Enter runs · Esc cancels"
-        box.focus()
+        self.ask_model(self._default_model, "re-run appends to this recording: model for slot-filler and judges · "
+                                            "Enter runs · Esc cancels")
 
     def _default_model(self) -> str:
         """The slot-filler's configured model (``memprobe replay --model/--config``, else the environment)."""
@@ -207,9 +200,7 @@ with similarity scores (retrieve), each item with `[T2.1]`, the step (task 2, tu
 
     @on(Input.Submitted, "#rerun-model")
     def _model_chosen(self, event: Input.Submitted) -> None:
-        box = self.query_one("#rerun-model", Input)
-        box.remove_class("shown")
-        box.disabled = True
+        self.close_model_box()
         rescore = rescore_of(self.app)
         if rescore is None or self.dimension is None:
             return
@@ -226,23 +217,7 @@ with similarity scores (retrieve), each item with `[T2.1]`, the step (task 2, tu
 
     @work(exclusive=True, group="rescore", exit_on_error=False, name="re-score")
     async def _rerun(self, rescore: RescoreFunction, request: RescoreRequest) -> None:
-        try:
-            await rescore(request, MessageSink(self))
-        except asyncio.CancelledError:
-            self.post_message(RescoreFinished("cancelled"))
-            raise
-        except Exception as err:
-            self.post_message(RescoreFinished(f"failed: {err}"))
-            raise  # the screen's Worker.StateChanged handler reports it
-        self.post_message(RescoreFinished("done"))
-
-    @on(RescoreText)
-    def _rescore_text(self, message: RescoreText) -> None:
-        panel = self.query_one(RerunPanel)
-        if message.note:
-            panel.line(message.text)
-        else:
-            panel.write(message.text, message.stage)
+        await self.reported(lambda: rescore(request, MessageSink(self)))
 
     @on(RescoreStage)
     def _rescore_stage(self, message: RescoreStage) -> None:
@@ -272,17 +247,8 @@ with similarity scores (retrieve), each item with `[T2.1]`, the step (task 2, tu
             self.post_message(Loaded("dimension", dimension_detail(self.session, self.user_id, self.system,
                                                                    self.dimension)))
 
-    def action_back(self) -> None:
-        box = self.query_one("#rerun-model", Input)
-        if box.has_class("shown"):  # Esc first closes the model box: nothing is run or written
-            box.remove_class("shown")
-            box.disabled = True
-            self.query_one(DetailLog).focus()
-            return
-        if self.rerun_running():
-            self.workers.cancel_group(self, "rescore")  # Esc cancels the re-run first
-            return
-        super().action_back()
+    def refocus(self) -> None:
+        self.query_one(DetailLog).focus()
 
     # -- navigation ----------------------------------------------------------------------------
     def action_scroll(self, delta: int) -> None:

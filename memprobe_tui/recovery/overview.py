@@ -1,38 +1,27 @@
 """Run overview: systems × users with B (full store / top-k), A, C, D and footprint; live progress.
 
-This screen owns the recording's session work: it starts the index pass (a thread worker reporting
-progress) and a follow timer that picks up appended events and tells whichever screen is on top to
-redraw — every second while the run is live, and every few seconds after it ended, because a
-re-score (from the TUI or ``memprobe rescore``) appends to a finished recording too.
+The recording's session work (index pass, follow timer, closing) is :class:`RecordingOverview`'s. This
+screen follows every recording: every second while the run is live, and every few seconds after it
+ended, because a re-score (from the TUI or ``memprobe rescore``) appends to a finished recording too.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import gc
-import threading
-import time
 from typing import ClassVar
 
-from textual import on, work
-from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.timer import Timer
-from textual.widgets import ProgressBar
-from textual.worker import get_current_worker
 
 from memprobe_engine.recovery.read import ScoreBoard, score_board
 from memprobe_engine.replay import ReplaySession, UnitInfo, units
 from memprobe_tui.export import ExportDoc, table_doc
-from memprobe_tui.messages import IndexProgress, Loaded, RecordingGrew
+from memprobe_tui.messages import Loaded
 from memprobe_tui.recovery.score_table import ALL_USERS, SORTS, ScoreTable
-from memprobe_tui.screens.base import ReplayScreen
+from memprobe_tui.screens.recording_overview import FOLLOW_EVERY_S, RecordingOverview
 from memprobe_tui.widgets.search_prompt import SearchPrompt
 from memprobe_tui.widgets.table_search import table_cells
 from memprobe_tui.recovery.navigation import open_dimension, open_transcript
-
-FOLLOW_EVERY_S = 1.0
-IDLE_FOLLOW_TICKS = 3  # a finished recording is checked every third tick
 
 HELP = """\
 **Run overview**: one row per memory system (its mean over users, user `*`), then one row per
@@ -61,12 +50,13 @@ the dimension × system grid, `P` the plots, `i` the run's settings.
 """
 
 
-class OverviewScreen(ReplayScreen):
+Numbers = tuple[ScoreBoard, list[UnitInfo]]
+
+
+class OverviewScreen(RecordingOverview[Numbers]):
     """The first screen of a recording."""
 
     DEFAULT_CSS = """
-    OverviewScreen ProgressBar { height: 1; padding: 0 1; }
-    OverviewScreen ProgressBar.done { display: none; }
     OverviewScreen ScoreTable { height: 1fr; }
     """
 
@@ -82,30 +72,23 @@ class OverviewScreen(ReplayScreen):
         Binding("k", "cursor(-1)", "Up", show=False, id="overview.up"),
     ]
     HELP = HELP
+    IDLE_TICKS = 3  # a finished recording is checked every third tick
 
     def __init__(self, session: ReplaySession) -> None:
         super().__init__(session)
-        self.session: ReplaySession = session
-        self._follow_timer: Timer | None = None
         self._frozen = False
-        self._ticks = 0
-        self._data: tuple[ScoreBoard, list[UnitInfo]] | None = None
+        self._data: Numbers | None = None
         self.only = ""
         self.sort: str | None = None
 
-    def compose(self) -> ComposeResult:
-        yield from self.compose_top()
-        yield ProgressBar(total=max(1, len(self.session)), show_eta=False, id="index-progress")
-        yield ScoreTable(id="scores")
-        yield from self.compose_bottom()
+    def numbers_table(self) -> ScoreTable:
+        return ScoreTable(id="scores")
 
     def on_mount(self) -> None:
         self._title("indexing…")
         self.show_damage()
         self.query_one(ScoreTable).focus()
-        # Start the pass after the first frame: its thread competes for the GIL, and the screen
-        # (title, progress bar) should be up before the heavy work begins.
-        self.call_after_refresh(self._index)
+        self.start_index()
 
     def _title(self, state: str) -> None:
         header = self.session.header
@@ -118,64 +101,11 @@ class OverviewScreen(ReplayScreen):
         resumed = f" · {runs} runs (i: history)" if runs > 1 else ""  # a failed attempt, then its resume
         self.set_title(f"{state}{fixed}{resumed} · {len(self.session):,} events · {header.run_id}{suite} · {created}")
 
-    def on_unmount(self) -> None:
-        # A recording opened from the browser is this screen's to close; the one `memprobe replay`
-        # opened is closed by the command. Closing waits for running passes: do it off the UI thread.
-        if getattr(self.app, "session", None) is not self.session:
-            self.workers.cancel_node(self)
-            threading.Thread(target=self.session.close, name="close recording", daemon=True).start()
+    def numbers(self) -> Numbers:
+        return score_board(self.session), units(self.session)
 
-    # -- workers -------------------------------------------------------------------------------
-    @work(thread=True, exclusive=True, group="index", exit_on_error=False, name="index pass")
-    def _index(self) -> None:
-        worker = get_current_worker()
-        last = [0.0]
-
-        def progress(done: int, total: int) -> None:
-            now = time.monotonic()
-            if now - last[0] > 0.1:  # a message per window would flood the UI on fast disks
-                last[0] = now
-                self.post_message(IndexProgress(done, total))
-
-        self.session.build_index(progress, lambda: worker.is_cancelled)
-        self.post_message(Loaded("overview", (score_board(self.session), units(self.session))))
-        # A grid or plots opened before the pass ended drew from a partial index: redraw it now.
-        self.post_message(RecordingGrew(0))
-        if not worker.is_cancelled:
-            self.session.scan_memory()  # while the overview is read: the first `m` then opens at once
-
-    def reload(self) -> None:
-        """Recompute the table: another screen indexed new events (a re-score appended them)."""
-        super().reload()
-        if self.session.indexed:
-            self._recompute()
-
-    @work(thread=True, exclusive=True, group="board", exit_on_error=False, name="overview numbers")
-    def _recompute(self) -> None:
-        self.post_message(Loaded("overview", (score_board(self.session), units(self.session))))
-
-    @work(thread=True, exclusive=True, group="follow", exit_on_error=False, name="follow")
-    def _follow(self) -> None:
-        added = self.session.follow()
-        if added:
-            self.post_message(Loaded("overview", (score_board(self.session), units(self.session))))
-            self.post_message(RecordingGrew(added))
-
-    def _poll(self) -> None:
-        self._ticks += 1
-        if not self.session.live and self._ticks % IDLE_FOLLOW_TICKS:
-            return  # the run ended: only re-scores append now, look less often
-        if not any(w.group == "follow" and w.is_running for w in self.workers):
-            self._follow()  # a burst of appends may take longer than one tick: never stack passes
-
-    # -- message handlers ----------------------------------------------------------------------
-    def on_index_progress(self, message: IndexProgress) -> None:
-        bar = self.query_one(ProgressBar)
-        bar.update(total=max(1, message.total), progress=message.done)
-
-    @on(Loaded)
-    def _loaded(self, message: Loaded) -> None:
-        board, unit_list = message.data
+    def show_numbers(self, data: Numbers) -> None:
+        board, unit_list = data
         # The index of a big recording is hundreds of thousands of long-lived objects; a full
         # garbage collection walking them stalls a keypress by ~0.1 s. Freezing moves what exists
         # now out of the collector's sight (it is never garbage while the recording is open). Once:
@@ -183,7 +113,6 @@ class OverviewScreen(ReplayScreen):
         if not self._frozen:
             self._frozen = True
             gc.freeze()
-        self.query_one(ProgressBar).add_class("done")
         self._data = (board, unit_list)
         self._show_table()
         done = sum(u.status == "ok" for u in unit_list)
@@ -192,19 +121,10 @@ class OverviewScreen(ReplayScreen):
                 f"no run_end: {done}/{len(unit_list)} units done (interrupted?)"
         else:
             state = f"{self.session.index.run_status}: {done}/{len(unit_list)} units"
-        if self._follow_timer is None:
-            self._follow_timer = self.set_interval(FOLLOW_EVERY_S, self._poll)
+        self.start_following(FOLLOW_EVERY_S)  # read here, when called: a test shortens it
         if self.only or self.sort:
             state += (f" · only “{self.only}”" if self.only else "") + (f" · sorted by {self.sort}" if self.sort else "")
         self._title(state)
-        self.seen_version = self.session.version
-        self.show_damage()
-
-    def on_recording_grew(self, message: RecordingGrew) -> None:
-        self.show_damage()
-        top = self.app.screen
-        if top is not self and isinstance(top, ReplayScreen) and top.session is self.session:
-            top.post_message(RecordingGrew(message.added))
 
     def _show_table(self) -> None:
         if self._data is not None:
@@ -229,7 +149,7 @@ class OverviewScreen(ReplayScreen):
 
     def _redraw_state(self) -> None:
         if self._data is not None:
-            self.post_message(Loaded("overview", self._data))
+            self.post_message(Loaded(self.NUMBERS, self._data))
 
     def action_grid(self) -> None:
         from memprobe_tui.recovery.grid import GridScreen

@@ -7,9 +7,8 @@ from __future__ import annotations
 from typing import ClassVar
 
 from rich.text import Text
-from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.widgets import DataTable, ProgressBar
+from textual.widgets import DataTable
 
 from memprobe_engine.events.run import Metric
 from memprobe_engine.events.union import AnyEvent
@@ -63,8 +62,6 @@ Enter on a unit opens its memory store at the end of the unit (`n`/`p` step thro
 """
 
     DEFAULT_CSS = """
-    GenericOverviewScreen ProgressBar { height: 1; padding: 0 1; }
-    GenericOverviewScreen ProgressBar.done { display: none; }
     GenericOverviewScreen DataTable { height: 1fr; }
     """
 
@@ -76,11 +73,8 @@ Enter on a unit opens its memory store at the end of the unit (`n`/`p` step thro
         super().__init__(session)
         self.units: list[UnitRow] = []
 
-    def compose(self) -> ComposeResult:
-        yield from self.compose_top()
-        yield ProgressBar(total=max(1, len(self.session)), show_eta=False, id="index-progress")
-        yield DataTable(id="units", cursor_type="row")
-        yield from self.compose_bottom()
+    def numbers_table(self) -> DataTable[object]:
+        return DataTable(id="units", cursor_type="row")
 
     def on_mount(self) -> None:
         header = self.session.header
@@ -109,7 +103,7 @@ Enter on a unit opens its memory store at the end of the unit (`n`/`p` step thro
         self.set_title(f"{len(self.units)} units · {len(metrics)} metrics · {state} · {header.run_id} "
                        f"({header.suite})")
         if self.session.live:
-            self.follow_when_live()
+            self.start_following()
 
     def action_memory(self) -> None:
         row = self.query_one(DataTable).cursor_row

@@ -1,10 +1,10 @@
 """What every protocol's first screen shares: it owns the recording's session work.
 
 It starts the index pass (a thread worker reporting progress to a progress bar), recomputes its numbers
-when another screen indexed new events, follows a live recording (a timer picks up appended events and
-tells the screen on top to redraw), and closes a recording the browser opened when it is left. A
-protocol's overview says only what its numbers are (:meth:`numbers`, computed in a worker) and how to
-show them (:meth:`show_numbers`).
+when another screen indexed new events, follows a recording that may still grow (a timer picks up
+appended events and tells the screen on top to redraw), and closes a recording the browser opened when
+it is left. A protocol's overview says only what its numbers are (:meth:`numbers`, computed in a worker)
+and how to show them (:meth:`show_numbers`), and when to start following (:meth:`start_following`).
 """
 
 from __future__ import annotations
@@ -14,7 +14,9 @@ import time
 from typing import ClassVar, Generic, TypeVar, cast
 
 from textual import on, work
+from textual.app import ComposeResult
 from textual.timer import Timer
+from textual.widget import Widget
 from textual.widgets import ProgressBar
 from textual.worker import get_current_worker
 
@@ -29,12 +31,19 @@ NumbersT = TypeVar("NumbersT")
 
 
 class RecordingOverview(ReplayScreen, Generic[NumbersT]):
-    """The first screen of a recording; subclasses compose a ``ProgressBar`` and their own table."""
+    """The first screen of a recording: a progress bar (hidden once the numbers came), then the table."""
+
+    DEFAULT_CSS = """
+    RecordingOverview ProgressBar { height: 1; padding: 0 1; }
+    RecordingOverview ProgressBar.done { display: none; }
+    """
 
     #: The name the worker's numbers are posted under (``Loaded.what``).
     NUMBERS: ClassVar[str] = "overview"
-    #: Once the run has ended (only re-scores append), look every this many ticks.
-    IDLE_TICKS: ClassVar[int] = 1
+    #: The recompute worker's name (a failed worker is reported by it).
+    RECOMPUTE: ClassVar[str] = "overview numbers"
+    #: Once the run has ended (only re-scores append), look every this many ticks; None: stop looking.
+    IDLE_TICKS: ClassVar[int | None] = 1
 
     def __init__(self, session: ReplaySession) -> None:
         super().__init__(session)
@@ -43,6 +52,10 @@ class RecordingOverview(ReplayScreen, Generic[NumbersT]):
         self._ticks = 0
 
     # -- what a protocol's overview says -----------------------------------------------------
+    def numbers_table(self) -> Widget:
+        """The widget that shows the numbers (below the progress bar)."""
+        raise NotImplementedError
+
     def numbers(self) -> NumbersT:
         """The screen's numbers from the current index (runs in a worker thread)."""
         raise NotImplementedError
@@ -50,6 +63,12 @@ class RecordingOverview(ReplayScreen, Generic[NumbersT]):
     def show_numbers(self, data: NumbersT) -> None:
         """Draw :meth:`numbers`' result (on the UI thread)."""
         raise NotImplementedError
+
+    def compose(self) -> ComposeResult:
+        yield from self.compose_top()
+        yield ProgressBar(total=max(1, len(self.session)), show_eta=False, id="index-progress")
+        yield self.numbers_table()
+        yield from self.compose_bottom()
 
     # -- the session work ------------------------------------------------------------------------
     def start_index(self) -> None:
@@ -86,10 +105,14 @@ class RecordingOverview(ReplayScreen, Generic[NumbersT]):
         """Recompute the numbers: another screen indexed new events (a re-score appended them)."""
         super().reload()
         if self.session.indexed:
-            self._recompute()
+            self.recompute()
 
-    @work(thread=True, exclusive=True, group="board", exit_on_error=False, name="overview numbers")
-    def _recompute(self) -> None:
+    def recompute(self) -> None:
+        """Recompute the numbers in a worker (one at a time: a newer request replaces a running one)."""
+        self.run_worker(self._post_numbers, thread=True, exclusive=True, group="board", exit_on_error=False,
+                        name=self.RECOMPUTE)
+
+    def _post_numbers(self) -> None:
         self.post_message(Loaded(self.NUMBERS, self.numbers()))
 
     @work(thread=True, exclusive=True, group="follow", exit_on_error=False, name="follow")
@@ -99,15 +122,21 @@ class RecordingOverview(ReplayScreen, Generic[NumbersT]):
             self.post_message(Loaded(self.NUMBERS, self.numbers()))
             self.post_message(RecordingGrew(added))
 
-    def follow_when_live(self) -> None:
-        """Start following once the first pass is drawn, if the recording may still grow."""
+    def start_following(self, every: float = FOLLOW_EVERY_S) -> None:
+        """Start following (once; later calls keep the timer running): call it when the numbers are drawn
+        and the recording may still grow."""
         if self._follow_timer is None:
-            self._follow_timer = self.set_interval(FOLLOW_EVERY_S, self._poll)
+            self._follow_timer = self.set_interval(every, self._poll)
 
     def _poll(self) -> None:
         self._ticks += 1
-        if not self.session.live and self._ticks % self.IDLE_TICKS:
-            return  # the run ended: only re-scores append now, look less often
+        if not self.session.live:
+            if self.IDLE_TICKS is None:  # the run ended: nothing more to follow
+                if self._follow_timer is not None:
+                    self._follow_timer.stop()
+                return
+            if self._ticks % self.IDLE_TICKS:
+                return  # the run ended: only re-scores append now, look less often
         if not any(w.group == "follow" and w.is_running for w in self.workers):
             self._follow()  # a burst of appends may take longer than one tick: never stack passes
 
@@ -119,3 +148,13 @@ class RecordingOverview(ReplayScreen, Generic[NumbersT]):
         if message.what == self.NUMBERS:
             self.query_one(ProgressBar).add_class("done")
             self.show_numbers(cast(NumbersT, message.data))
+            self.seen_version = self.session.version
+            self.show_damage()
+
+    def on_recording_grew(self, message: RecordingGrew) -> None:
+        # ReplayScreen's handler (called after this one) recomputes this screen; the screen on top
+        # of it, if it reads the same recording, is told to redraw too.
+        self.show_damage()
+        top = self.app.screen
+        if top is not self and isinstance(top, ReplayScreen) and top.session is self.session:
+            top.post_message(RecordingGrew(message.added))

@@ -18,6 +18,18 @@ MARK_NAMES = {"+": "added", "~": "updated", "-": "deleted", " ": ""}
 COLUMNS = [("±", "mark"), ("id", "id"), ("group", "group"), ("text", "text")]
 
 
+def row_key(row: StoreRow) -> str:
+    """The row key of a store row: its item id, prefixed with ``-`` when the item was deleted."""
+    return ("-" if row.mark == "-" else "") + row.item_id
+
+
+def group_and_text(row: StoreRow, group_field: str | None) -> tuple[str, str]:
+    """A store row's group cell (``group_field``'s value; a list joined by commas) and its text on one line."""
+    value = row.item.get(group_field, "") if group_field else ""
+    group = ",".join(map(str, value)) if isinstance(value, list) else str(value)
+    return group, " ".join(item_text(row.item).split())
+
+
 class StoreTable(SearchableTable):
     """Row keys are item ids (deleted ones prefixed with ``-``, so an id can appear once each way)."""
 
@@ -42,11 +54,9 @@ class StoreTable(SearchableTable):
         cells: list[tuple[str, tuple[Text, ...]]] = []
         for row in rows:
             style = MARK_STYLES[row.mark]
-            value = row.item.get(group_field, "") if group_field else ""
-            group = ",".join(map(str, value)) if isinstance(value, list) else str(value)
-            text = " ".join(item_text(row.item).split())
+            group, text = group_and_text(row, group_field)
             marks = (Text(read.get(row.item_id, ""), style="bold magenta"),) if read else ()
-            cells.append((("-" if row.mark == "-" else "") + row.item_id, (
+            cells.append((row_key(row), (
                 Text(row.mark, style=style), *marks, Text(row.item_id, style=style),
                 Text(written.get(row.item_id, "")[:14], style="cyan"),
                 Text(group[:12], style="dim" if row.mark == " " else style),
