@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 from rich.console import Console
 
-from memprobe_engine.cli.model_flags import role_specs
+from memprobe_engine.model_flags import role_specs
 from memprobe_engine.errors import ConfigError
 from memprobe_engine.recovery.provenance_inputs import PROMPT_MODULES, input_hashes
 
