@@ -33,7 +33,7 @@ def release_a(
     """Convert the release into sessions (to run its benchmark on any system) and one recording per released
     run (for report, replay and rescore). Problems never abort the import: they are listed at the end and
     saved in OUT/import-report.json. Exit status 1 when a file could not be read."""
-    from memprobe_engine.imports import REPORT_FILE, import_release_a
+    from memprobe_engine.recovery.release import REPORT_FILE, import_release_a
     from memprobe_engine.orchestration.progress import CommandProgress
 
     with CommandProgress("import", unit="steps") as progress:
@@ -75,8 +75,8 @@ def release_b(
     the agreement of each mode with the upstream match labels and a table of each system's headline
     metrics from upstream's labels and from ours; the disagreements and any problems (missing files or
     episodes, never fatal) go to OUT/import-report.json."""
-    from memprobe_engine.imports.release_b import REPORT_FILE as B_REPORT_FILE
-    from memprobe_engine.imports.release_b import import_release_b
+    from memprobe_engine.paradigms.release.importer import REPORT_FILE as B_REPORT_FILE
+    from memprobe_engine.paradigms.release.importer import import_release_b
     from memprobe_engine.orchestration.progress import CommandProgress
 
     with CommandProgress("import", unit="steps") as progress:
