@@ -1,5 +1,6 @@
 """Protocol A (hidden user-state recovery) as every shared command sees it: its run options, plan,
-report, comparison, replay index fold, browser headline, store steps and TUI entry.
+report, comparison, replay index fold, browser headline, store steps, TUI entry, its own commands
+(``judge``, ``rescore``, ``generate users``, ``import release-a``) and the check of its sessions tree.
 
 Heavy modules (the runner, pandas frames, the models) are imported inside the methods, so listing the
 protocols loads none of them.
@@ -7,7 +8,7 @@ protocols loads none of them.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -21,6 +22,8 @@ from memprobe_engine.protocol_spec import (CompareRequest, PlannedRun, ProtocolO
 from memprobe_engine.run_flags import csv_names, system_names
 
 if TYPE_CHECKING:
+    import typer
+
     from memprobe_engine.llm.usage_estimate import CostEstimate
     from memprobe_engine.replay.index import IndexFold
     from memprobe_engine.replay.session import ReplaySession
@@ -165,6 +168,19 @@ class RecoverySpec(ProtocolSpec):
                                 fixed_dialogues=plan.dialogues is not None, framing=plan.settings.framing,
                                 exclude=recording)
         return estimate_recovery(plan, shares)
+
+    def register_commands(self, root: typer.Typer, groups: Mapping[str, typer.Typer]) -> None:
+        from memprobe_engine.recovery.commands import generate_users, import_release, judge, rescore
+
+        root.add_typer(judge.judge_app, name="judge")
+        root.command("rescore")(rescore.rescore)
+        groups["generate"].command("users")(generate_users.users)
+        groups["import"].command("release-a")(import_release.release_a)
+
+    def validate_inputs(self, path: Path) -> Sequence[object]:
+        from memprobe_engine.recovery.inputs import validate_sessions
+
+        return validate_sessions(path)
 
 
 SPEC = RecoverySpec()

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from memprobe_engine.cli.import_cmd import import_app
+from memprobe_engine.cli.groups import import_app
 from memprobe_engine.events.integrity import check_recording
 from memprobe_engine.events.reader import open_recording
 from memprobe_engine.recovery.release import ImportResult, import_release_a

@@ -9,7 +9,7 @@ import orjson
 import pytest
 from typer.testing import CliRunner
 
-from memprobe_engine.cli.import_cmd import import_app
+from memprobe_engine.cli.groups import import_app
 from memprobe_engine.errors import ConfigError
 from memprobe_engine.events.paradigms import ProbeAnswer, ProbeScore
 from memprobe_engine.events.reader import open_recording
