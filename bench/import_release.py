@@ -26,8 +26,8 @@ import orjson
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from memprobe_engine.imports import import_release_a  # noqa: E402
-from memprobe_engine.imports.release_files import BANK_FILE  # noqa: E402
+from memprobe_engine.recovery.release import import_release_a  # noqa: E402
+from memprobe_engine.recovery.release.files import BANK_FILE  # noqa: E402
 
 SAMPLE = ROOT.parent / "shared" / "release-sample-A"
 TARGET_S = 120.0

@@ -5,8 +5,10 @@ defines a :class:`ProtocolSpec`, and one line in :mod:`memprobe_engine.protocols
 in the ``memprobe.protocols`` group) that names it. Everything protocol-specific a shared command
 needs is asked of the spec: its run options (``memprobe run`` flags and ``-P key=value``), its plan,
 its report, its comparison, the folds its replay index keeps, the headline a recordings browser
-shows, the steps its memory stores are walked by, and where its TUI screens live. The CLI, report,
-compare, replay and TUI dispatch through the spec instead of branching on a protocol's name.
+shows, the steps its memory stores are walked by, where its TUI screens live, its own commands (added
+to the ``memprobe`` command tree, and to the shared ``generate`` and ``import`` groups) and the check of
+its benchmark inputs (``memprobe sessions validate``). The CLI, report, compare, replay and TUI dispatch
+through the spec instead of branching on a protocol's name.
 
 The spec is deliberately small and synchronous; a protocol imports its heavy modules inside its
 methods, so listing the protocols (``memprobe run --help``) loads none of them.
@@ -27,6 +29,7 @@ from memprobe_engine.events.header import RecordingHeader
 
 if TYPE_CHECKING:  # heavy or optional: only for the types
     import pandas as pd
+    import typer
 
     from memprobe_engine.llm.cache import ResponseStore
     from memprobe_engine.llm.config import LLMConfig
@@ -185,6 +188,24 @@ class ProtocolSpec:
     def estimate_of(self, recording: Path, header: RecordingHeader) -> CostEstimate | None:
         """The dry run's estimate of the job a finished recording describes (for its cost table)."""
         return None
+
+    def register_commands(self, root: typer.Typer, groups: Mapping[str, typer.Typer]) -> None:
+        """Add the protocol's own commands to the ``memprobe`` command tree: to ``root`` (a command, or a
+        group of its own) and to the shared groups in ``groups`` by name (``generate``, ``import``,
+        ``sessions``), which the CLI creates once. Import the command modules here, not at the top of the
+        spec; a command's heavy modules are imported when it runs. The default adds none."""
+
+    def reads_inputs(self, path: Path) -> bool:
+        """Whether ``path`` (a folder or file of benchmark inputs) is recognisably this protocol's, by its own
+        files; ``memprobe sessions validate`` checks a path no protocol recognises as the default
+        protocol's (:data:`memprobe_engine.protocols.DEFAULT_SUITE`)."""
+        return False
+
+    def validate_inputs(self, path: Path) -> Sequence[object]:
+        """Every problem of the benchmark inputs at ``path``, each printed as one line naming its file and
+        field (``memprobe sessions validate``); empty when they load cleanly."""
+        raise ConfigError(f"memprobe sessions validate has no checks for {self.name} inputs ({self.title}); "
+                          f"memprobe run --suite {self.name} --dry-run reads them.")
 
 
 def checked_layers(spec: ProtocolSpec, recordings: Sequence[Path], names: Sequence[str]) -> list[str]:

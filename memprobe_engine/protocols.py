@@ -25,6 +25,9 @@ from memprobe_engine.replay.session import ReplaySession
 BUILT_IN: Mapping[str, ProtocolSpec] = {RECOVERY.name: RECOVERY, PARADIGMS.name: PARADIGMS}
 #: The entry-point group a package registers a protocol in.
 ENTRY_POINT_GROUP = "memprobe.protocols"
+#: The protocol whose inputs a sessions path is read as when no protocol recognises it (``memprobe
+#: sessions validate``), as ``memprobe run`` runs it without ``--suite``.
+DEFAULT_SUITE = RECOVERY.name
 
 
 @cache
@@ -53,6 +56,14 @@ def spec_for(name: str) -> ProtocolSpec:
     if found is None:
         raise ConfigError(f"--suite {name!r}: use {_choices()}.")
     return found
+
+
+def inputs_spec(path: Path) -> ProtocolSpec:
+    """The protocol whose benchmark inputs ``path`` holds: the first that recognises them, else the default."""
+    for spec in protocols().values():
+        if spec.reads_inputs(path):
+            return spec
+    return spec_for(DEFAULT_SUITE)
 
 
 def spec_of(header: RecordingHeader) -> ProtocolSpec:

@@ -13,7 +13,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from memprobe_engine.cli.model_flags import role_specs
+from memprobe_engine.model_flags import role_specs
 from memprobe_engine.errors import MemProbeError
 
 NO_COLOR_HELP = "Monochrome output (also honoured: the NO_COLOR environment variable)."

@@ -1,4 +1,7 @@
-"""The ``memprobe`` command line (typer). Each command group lives in its own module.
+"""The ``memprobe`` command line (typer). Each shared command group lives in its own module; each
+protocol adds its own commands through its spec (:meth:`ProtocolSpec.register_commands
+<memprobe_engine.protocol_spec.ProtocolSpec.register_commands>`), to the root and to the shared
+``generate``, ``import`` and ``sessions`` groups, so this module names no protocol.
 
 ``main`` turns every :class:`MemProbeError` into one line on stderr and exit status 2 — users see
 what to fix, not a traceback. Ctrl-C and SIGTERM end a command with :data:`INTERRUPTED_LINE` and
@@ -64,39 +67,50 @@ app = typer.Typer(
 )
 
 from memprobe_engine.cli import (  # noqa: E402
-    ablation_cmd,
     compare_cmd,
     doctor_cmd,
     export_cmd,
-    generate_cmd,
-    import_cmd,
-    judge_cmd,
+    groups,
     llm_cmds,
     merge_cmd,
     proxy_cmd,
     recording_cmds,
     report_cmd,
-    rescore_cmd,
     run_cmd,
     sessions_cmds,
 )
+from memprobe_engine.protocol_spec import ProtocolSpec  # noqa: E402
+
+
+def _protocols_with_commands() -> list[ProtocolSpec]:
+    """Every protocol, whose own commands join the tree. A plug-in that does not load leaves the built-in
+    protocols' commands in place; ``memprobe run`` and the other commands that ask the registry name it."""
+    from memprobe_engine.protocols import BUILT_IN, protocols
+
+    try:
+        return list(protocols().values())
+    except MemProbeError:
+        return list(BUILT_IN.values())
+
+
+#: The shared groups a protocol adds subcommands to, by name.
+SHARED_GROUPS = {"generate": groups.generate_app, "import": groups.import_app, "sessions": sessions_cmds.sessions_app}
 
 app.add_typer(recording_cmds.recording_app, name="recording")
 app.add_typer(llm_cmds.llm_app, name="llm")
-app.add_typer(judge_cmd.judge_app, name="judge")
 app.command("doctor")(doctor_cmd.doctor)
 app.command("run")(run_cmd.run)
 app.command("report")(report_cmd.report)
 app.command("merge")(merge_cmd.merge)
-app.command("rescore")(rescore_cmd.rescore)
+for _spec in _protocols_with_commands():  # each protocol's own commands and subcommands
+    _spec.register_commands(app, SHARED_GROUPS)
 app.command("compare")(compare_cmd.compare)
 app.add_typer(export_cmd.export_app, name="export")
-app.command("reader-ablation")(ablation_cmd.reader_ablation)
 app.add_typer(sessions_cmds.sessions_app, name="sessions")
 app.add_typer(sessions_cmds.systems_app, name="systems")
 app.command("proxy")(proxy_cmd.proxy)
-app.add_typer(generate_cmd.generate_app, name="generate")
-app.add_typer(import_cmd.import_app, name="import")
+app.add_typer(groups.generate_app, name="generate")
+app.add_typer(groups.import_app, name="import")
 
 
 def main() -> None:

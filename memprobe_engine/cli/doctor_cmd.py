@@ -10,7 +10,7 @@ from typing import Annotated, Optional
 import typer
 from rich.console import Console
 
-from memprobe_engine.cli.model_flags import role_specs
+from memprobe_engine.model_flags import role_specs
 
 OPENAI_DEFAULT_URL = "https://api.openai.com/v1"
 

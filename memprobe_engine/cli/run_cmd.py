@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 from rich.console import Console
 
-from memprobe_engine.cli.model_flags import role_specs
+from memprobe_engine.model_flags import role_specs
 from memprobe_engine.errors import ConfigError
 from memprobe_engine.protocol_spec import RunCommon, option_values
 from memprobe_engine.run_flags import shard as shard_flag

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated
 
@@ -23,10 +22,10 @@ def validate(path: Annotated[Path, typer.Argument(help="Sessions folder, one use
              = Path("sessions")) -> None:
     """Report every problem, with file and field; exit 1 if any. A protocol-B suite (a folder with
     episodes.jsonl / latent_specs.json) is checked against the paper's E.1 rules, naming file, episode, field."""
-    from memprobe_engine.paradigms.validate import is_paradigm_suite, validate_suite
-    from memprobe_engine.recovery.inputs import validate_sessions
+    from memprobe_engine.protocols import inputs_spec
 
-    problems: Sequence[object] = validate_suite(path) if is_paradigm_suite(path) else validate_sessions(path)
+    # The protocol whose inputs these are checks them (a path none recognises: the default protocol's).
+    problems = inputs_spec(path).validate_inputs(path)
     for problem in problems:
         console.print(str(problem), markup=False)
     if problems:

@@ -1,11 +1,11 @@
-"""Importers that turn published benchmark releases into MemProbe sessions and recordings.
+"""What every importer of a published benchmark release shares: the problem log an import collects
+instead of raising (:mod:`.problems`) and the dict-level event emitter it writes with (:mod:`.emitter`).
 
-``import_release_a`` converts a protocol-A public release (personas, banks, tasks, transcripts,
-final stores, recovery scores and attribution) into a sessions tree and one recording per released
-run, collecting every problem of a messy release in an import report instead of aborting.
+Each protocol's importer lives in its own package: protocol A's release in
+:mod:`memprobe_engine.recovery.release`, protocol B's upstream results in
+:mod:`memprobe_engine.paradigms.release`; each declares its ``memprobe import`` command through its spec.
 """
 
 from memprobe_engine.imports.problems import ImportProblem
-from memprobe_engine.imports.release_a import REPORT_FILE, ImportResult, import_release_a
 
-__all__ = ["ImportProblem", "ImportResult", "REPORT_FILE", "import_release_a"]
+__all__ = ["ImportProblem"]

@@ -1,5 +1,6 @@
 """Protocol B (stability–plasticity paradigms) as every shared command sees it: its run options, plan,
-report, comparison, browser headline, store steps and TUI entry.
+report, comparison, browser headline, store steps, TUI entry, its own commands (``reader-ablation``,
+``generate episodes``, ``import release-b``) and the check of its suite folders.
 
 Heavy modules (the runner, pandas frames, the reader) are imported inside the methods, so listing the
 protocols loads none of them.
@@ -21,6 +22,7 @@ from memprobe_engine.run_flags import csv_names, unique
 
 if TYPE_CHECKING:
     import pandas as pd
+    import typer
 
     from memprobe_engine.llm.usage_estimate import CostEstimate
     from memprobe_engine.replay.session import ReplaySession
@@ -150,6 +152,23 @@ class ParadigmSpec(ProtocolSpec):
 
         plan = plan_from_config(header.config)
         return estimate_paradigms(plan) if plan is not None else None
+
+    def register_commands(self, root: typer.Typer, groups: Mapping[str, typer.Typer]) -> None:
+        from memprobe_engine.paradigms.commands import generate_episodes, import_release, reader_ablation
+
+        root.command("reader-ablation")(reader_ablation.reader_ablation)
+        groups["generate"].command("episodes")(generate_episodes.episodes)
+        groups["import"].command("release-b")(import_release.release_b)
+
+    def reads_inputs(self, path: Path) -> bool:
+        from memprobe_engine.paradigms.validate import is_paradigm_suite
+
+        return is_paradigm_suite(path)
+
+    def validate_inputs(self, path: Path) -> Sequence[object]:
+        from memprobe_engine.paradigms.validate import validate_suite
+
+        return validate_suite(path)
 
 
 SPEC = ParadigmSpec()

@@ -1,5 +1,6 @@
 """Protocol A (hidden user-state recovery) as every shared command sees it: its run options, plan,
-report, comparison, replay index fold, browser headline, store steps and TUI entry.
+report, comparison, replay index fold, browser headline, store steps, TUI entry, its own commands
+(``judge``, ``rescore``, ``generate users``, ``import release-a``) and the check of its sessions tree.
 
 Heavy modules (the runner, pandas frames, the models) are imported inside the methods, so listing the
 protocols loads none of them.
@@ -22,6 +23,7 @@ from memprobe_engine.run_flags import csv_names, system_names
 
 if TYPE_CHECKING:
     import pandas as pd
+    import typer
 
     from memprobe_engine.llm.usage_estimate import CostEstimate
     from memprobe_engine.replay.index import IndexFold
@@ -192,6 +194,19 @@ class RecoverySpec(ProtocolSpec):
                                 fixed_dialogues=plan.dialogues is not None, framing=plan.settings.framing,
                                 exclude=recording)
         return estimate_recovery(plan, shares)
+
+    def register_commands(self, root: typer.Typer, groups: Mapping[str, typer.Typer]) -> None:
+        from memprobe_engine.recovery.commands import generate_users, import_release, judge, rescore
+
+        root.add_typer(judge.judge_app, name="judge")
+        root.command("rescore")(rescore.rescore)
+        groups["generate"].command("users")(generate_users.users)
+        groups["import"].command("release-a")(import_release.release_a)
+
+    def validate_inputs(self, path: Path) -> Sequence[object]:
+        from memprobe_engine.recovery.inputs import validate_sessions
+
+        return validate_sessions(path)
 
 
 SPEC = RecoverySpec()

@@ -65,7 +65,7 @@ def test_the_shipped_release_runs_compare_case_by_case(tmp_path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def imported(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    from memprobe_engine.imports import import_release_a
+    from memprobe_engine.recovery.release import import_release_a
 
     return dict(import_release_a(SAMPLE, tmp_path_factory.mktemp("import") / "out", workers=2).recordings)
 

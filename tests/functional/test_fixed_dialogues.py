@@ -22,7 +22,7 @@ from typer.testing import CliRunner
 from memprobe_engine.cli import app
 from memprobe_engine.errors import ConfigError
 from memprobe_engine.events.reader import open_recording
-from memprobe_engine.imports import import_release_a
+from memprobe_engine.recovery.release import import_release_a
 from memprobe_engine.recovery.dialogue_source import DialogueSource, parse_source
 from memprobe_engine.recovery.fixed_dialogues import load_dialogues
 from memprobe_engine.recovery.read.frames import load_frames

@@ -18,12 +18,12 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from memprobe_engine.cli.import_cmd import import_app
+from memprobe_engine.cli.groups import import_app
 from memprobe_engine.events.integrity import check_recording
 from memprobe_engine.events.reader import open_recording
-from memprobe_engine.imports import ImportResult, import_release_a
-from memprobe_engine.imports.release_files import system_of
-from memprobe_engine.imports.release_sessions import is_relaxed
+from memprobe_engine.recovery.release import ImportResult, import_release_a
+from memprobe_engine.recovery.release.files import system_of
+from memprobe_engine.recovery.release.sessions import is_relaxed
 from memprobe_engine.recovery.input_rules import Category
 from memprobe_engine.recovery.inputs import DimensionPool, load_user, load_users, validate_sessions
 from memprobe_engine.recovery.read.frames import ReportFrames, load_frames

@@ -9,11 +9,11 @@ import orjson
 import pytest
 from typer.testing import CliRunner
 
-from memprobe_engine.cli.import_cmd import import_app
+from memprobe_engine.cli.groups import import_app
 from memprobe_engine.errors import ConfigError
 from memprobe_engine.events.paradigms import ProbeAnswer, ProbeScore
 from memprobe_engine.events.reader import open_recording
-from memprobe_engine.imports.release_b import import_release_b
+from memprobe_engine.paradigms.release.importer import import_release_b
 from memprobe_engine.paradigms.read.frames import load_paradigm_frames
 from memprobe_engine.protocols import open_session
 

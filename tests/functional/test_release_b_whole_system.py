@@ -17,7 +17,7 @@ from typing import Any
 
 from rich.console import Console
 
-from memprobe_engine.imports.release_b import import_release_b
+from memprobe_engine.paradigms.release.importer import import_release_b
 from memprobe_engine.paradigms.read.report import paradigm_report
 
 REAL = Path(__file__).resolve().parents[1] / "fixtures" / "release-b-real"

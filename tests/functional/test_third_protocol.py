@@ -1,6 +1,6 @@
 """A third protocol is one package plus one registry line: ``tests/protocol_c`` (keyrecall), registered by
 an entry point written here, runs, resumes, reports, compares and opens in the TUI through the shared
-commands — and no module of MemProbe names it."""
+commands, adds a command of its own to a shared group — and no module of MemProbe names it."""
 
 from __future__ import annotations
 
@@ -86,6 +86,15 @@ def test_its_options_are_its_own(site: Path, tmp_path: Path) -> None:
     foreign = memprobe(site, "run", "--suite", "keyrecall", "--record", str(tmp_path / "x"), "--max-turns", "3")
     assert foreign.returncode == 2 and "--max-turns: only a --suite recovery run reads this flag" in foreign.stderr
     assert not (tmp_path / "x").exists()
+
+
+def test_it_adds_its_own_command_to_a_shared_group(site: Path) -> None:
+    listed = memprobe(site, "generate", "--help")
+    assert listed.returncode == 0, listed.stderr
+    assert all(name in listed.stdout for name in ("users", "episodes", "lockers"))
+    printed = memprobe(site, "generate", "lockers", "--facts", "2", "--seed", "1")
+    assert printed.returncode == 0, printed.stderr
+    assert printed.stdout.splitlines() == ["locker 1: 2648", "locker 2: 7377"]
 
 
 @pytest.fixture

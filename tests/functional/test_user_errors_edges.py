@@ -339,7 +339,7 @@ def test_rescore_of_the_imported_mem0_user_on_the_embedded_model_records_overflo
     case is recorded as an overflow under the recording's policy (paper) and the command completes;
     no request is sent, so the model is never started."""
     from memprobe_engine.events.reader import open_recording
-    from memprobe_engine.imports import import_release_a
+    from memprobe_engine.recovery.release import import_release_a
     from memprobe_engine.llm.backends.local import running_servers
 
     sample = ROOT / "tests" / "fixtures" / "release-sample-A"

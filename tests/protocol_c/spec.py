@@ -1,9 +1,13 @@
-"""keyrecall's :class:`~memprobe_engine.protocol_spec.ProtocolSpec`: options, plan, report, compare."""
+"""keyrecall's :class:`~memprobe_engine.protocol_spec.ProtocolSpec`: options, plan, report, compare, and a
+command of its own in the shared ``generate`` group (``memprobe generate lockers``)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Annotated
+
+import typer
 
 from rich.console import Console
 from rich.table import Table
@@ -16,7 +20,7 @@ from memprobe_engine.protocol_spec import (CompareRequest, PlannedRun, ProtocolO
                                            ReportRequest, RunCommon)
 from memprobe_engine.report.compare_inputs import Selection
 from memprobe_engine.run_flags import system_names
-from tests.protocol_c.run import SUITE, KeyRecallRun
+from tests.protocol_c.run import SUITE, KeyRecallRun, codes
 
 
 class KeyRecallOptions(ProtocolOptions):
@@ -60,6 +64,16 @@ class KeyRecallSpec(ProtocolSpec):
             console.print(f"{system}: recall@k {left[system]:.3f} → {right[system]:.3f} "
                           f"(Δ {right[system] - left[system]:+.3f})")
         return {}
+
+    def register_commands(self, root: typer.Typer, groups: Mapping[str, typer.Typer]) -> None:
+        groups["generate"].command("lockers")(lockers)
+
+
+def lockers(facts: Annotated[int, typer.Option(help="How many lockers.")] = 4,
+            seed: Annotated[int, typer.Option(help="The run's seed.")] = 0) -> None:
+    """Print the locker codes a keyrecall run with these options tells every system."""
+    for box, code in codes(facts, seed):
+        print(f"locker {box}: {code}")
 
 
 SPEC = KeyRecallSpec()

@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from memprobe_engine.cli import app
-from memprobe_engine.cli.model_flags import role_specs
+from memprobe_engine.model_flags import role_specs
 from memprobe_engine.errors import ConfigError
 
 runner = CliRunner()

@@ -10,7 +10,7 @@ from typing import Annotated, Optional
 import typer
 from rich.console import Console
 
-from memprobe_engine.cli.model_flags import role_specs
+from memprobe_engine.model_flags import role_specs
 from memprobe_engine.run_flags import csv_names as _csv
 from memprobe_engine.errors import ConfigError
 

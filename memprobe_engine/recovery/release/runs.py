@@ -3,7 +3,7 @@
 The recording is laid out exactly like one written by ``memprobe run``: header (suite recovery,
 ``config.source`` "release-a", the release run, the imported sessions), ``run_start``, span ``run``
 → per user a ``unit`` span whose ``attrs.inputs_ref`` holds the unit inputs → rollout
-(:mod:`.release_rollout`) and recovery (:mod:`.release_recovery`), then ``run_end``. Each event that
+(:mod:`.rollout`) and recovery (:mod:`.scores`), then ``run_end``. Each event that
 comes from a release file names that file in its enclosing span's attrs (``source`` …), since event
 models forbid extra fields. A worker never raises: what it could not import is in its problem log.
 """
@@ -21,16 +21,16 @@ from memprobe_engine.events.header import HEADER_FILE, new_header
 from memprobe_engine.events.writer import open_writer
 from memprobe_engine.imports.emitter import DictEmitter
 from memprobe_engine.imports.problems import ProblemLog
-from memprobe_engine.imports.release_files import Release
-from memprobe_engine.imports.release_recovery import (
+from memprobe_engine.recovery.release.files import Release
+from memprobe_engine.recovery.release.scores import (
     ModeFiles,
     RecoveryStats,
     check_aggregates,
     emit_recovery,
     load_mode,
 )
-from memprobe_engine.imports.release_rollout import RolloutStats, emit_rollout
-from memprobe_engine.imports.release_sessions import ImportedUser
+from memprobe_engine.recovery.release.rollout import RolloutStats, emit_rollout
+from memprobe_engine.recovery.release.sessions import ImportedUser
 from memprobe_engine.provenance import collect_provenance
 from memprobe_engine.recovery.provenance_inputs import input_hashes
 

@@ -30,7 +30,7 @@ from typing import Any
 import orjson
 
 from memprobe_engine.imports.problems import ProblemLog
-from memprobe_engine.imports.release_files import BANK_FILE, POOL_FILE, Release
+from memprobe_engine.recovery.release.files import BANK_FILE, POOL_FILE, Release
 from memprobe_engine.recovery.input_rules import BANK_FILE as BANK_JSON
 from memprobe_engine.recovery.input_rules import POOL_FILE as POOL_JSON
 from memprobe_engine.recovery.input_rules import PROFILE_FILE, TASKS_FILE, USERS_DIR, Category

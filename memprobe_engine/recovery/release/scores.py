@@ -32,9 +32,9 @@ import orjson
 
 from memprobe_engine.imports.emitter import DictEmitter
 from memprobe_engine.imports.problems import ProblemLog
-from memprobe_engine.imports.release_files import Release
-from memprobe_engine.imports.release_rollout import Store, item_key
-from memprobe_engine.imports.release_sessions import ImportedUser
+from memprobe_engine.recovery.release.files import Release
+from memprobe_engine.recovery.release.rollout import Store, item_key
+from memprobe_engine.recovery.release.sessions import ImportedUser
 from memprobe_engine.recovery.input_rules import Category, retrieve_query
 
 RETRIEVE_K = 5

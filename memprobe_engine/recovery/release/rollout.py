@@ -19,8 +19,8 @@ from typing import Any
 
 from memprobe_engine.imports.emitter import DictEmitter
 from memprobe_engine.imports.problems import ProblemLog
-from memprobe_engine.imports.release_files import Release
-from memprobe_engine.imports.release_sessions import ImportedUser
+from memprobe_engine.recovery.release.files import Release
+from memprobe_engine.recovery.release.sessions import ImportedUser
 
 STORE_NOTE = ("release holds only the final store: no per-turn memory writes were published, so the store "
               "is empty until the one snapshot taken after the last episode")

@@ -59,7 +59,7 @@ def _source_cases(source: Path, users: Optional[list[str]], layer: Optional[str]
 def _candidate(judge: str, model: Optional[list[str]]) -> tuple[str, list[str]]:
     """(judge kind for the run's judge path, role overrides): ``calibrated[:NAME]``, ``model``
     (the recovery_judge role as configured) or a model spec (that spec as the recovery_judge)."""
-    from memprobe_engine.cli.model_flags import role_specs
+    from memprobe_engine.model_flags import role_specs
     from memprobe_engine.recovery.judge_kind import MODEL_JUDGE, check_judge
 
     overrides = role_specs(model)

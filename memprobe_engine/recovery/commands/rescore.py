@@ -11,7 +11,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from memprobe_engine.cli.model_flags import role_specs
+from memprobe_engine.model_flags import role_specs
 from memprobe_engine.run_flags import csv_names as _csv
 from memprobe_engine.errors import ConfigError
 

@@ -42,9 +42,9 @@ from memprobe_engine.imports.problems import (
     from_dicts,
     write_report,
 )
-from memprobe_engine.imports.release_files import BANK_FILE, RETRIEVE_SUFFIX, Release, system_of
-from memprobe_engine.imports.release_runs import RunJob, RunOutcome, import_run
-from memprobe_engine.imports.release_sessions import (
+from memprobe_engine.recovery.release.files import BANK_FILE, RETRIEVE_SUFFIX, Release, system_of
+from memprobe_engine.recovery.release.runs import RunJob, RunOutcome, import_run
+from memprobe_engine.recovery.release.sessions import (
     RELAXED_RULES,
     ImportedInputs,
     convert_inputs,
