@@ -31,6 +31,7 @@ to every stage for every case (high).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -156,7 +157,7 @@ def estimate_recovery(plan: RecoveryPlan, shares: OutcomeShares | None = None) -
     return estimate
 
 
-def _score_dimension(estimate: CostEstimate, plan: RecoveryPlan, built: Any, entry: BankEntry, shell: int,
+def _score_dimension(estimate: CostEstimate, plan: RecoveryPlan, built: ModuleType, entry: BankEntry, shell: int,
                      store: list[dict[str, Any]], history: tuple[float, float, float], shares: OutcomeShares,
                      judge_answer: tuple[float, float, float], task_text: str) -> None:
     """Slot-fill, judge and attribution of one (user, dimension) over every system and mode, as
