@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import platform
 import time
+from collections.abc import Callable, Mapping
 from importlib import metadata
 from pathlib import Path
-from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 import orjson
@@ -22,11 +22,12 @@ FORMAT_NAME = "memprobe-recording"
 
 #: Versions the header's ``packages`` names when installed: MemProbe, its format libraries, the model
 #: runtimes and the memory libraries whose behaviour a run depends on.
-_TypedT = TypeVar("_TypedT", bound=BaseModel)
-
 _REPORTED_PACKAGES = ("memprobe", "pydantic", "orjson", "openai", "xllamacpp", "llama-cpp-python", "vllm",
                       "sentence-transformers", "transformers", "torch", "numpy", "pandas", "textual",
                       "mem0ai", "graphiti-core", "langmem", "cognee", "kuzu", "litellm")
+
+
+_TypedT = TypeVar("_TypedT", bound=BaseModel)
 
 
 class Provenance(BaseModel):

@@ -34,8 +34,8 @@ from typing import Literal
 
 from memprobe_engine.events.paradigms import IngestedTurn, SessionIngest
 from memprobe_engine.events.recorder import Recorder
-from memprobe_engine.paradigms.config import GRANULARITIES, Granularity
 from memprobe_engine.memory.base import MemorySystem, Observation, SimClock
+from memprobe_engine.paradigms.config import GRANULARITIES, Granularity
 from memprobe_engine.paradigms.suite import Episode, Session
 
 #: Simulated days between two sessions of an episode.

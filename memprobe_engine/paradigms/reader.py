@@ -31,9 +31,9 @@ from pydantic import BaseModel, StringConstraints
 
 from memprobe_engine.errors import ConfigError
 from memprobe_engine.events.paradigms import RetrievedItem
-from memprobe_engine.paradigms.config import DEFAULT_READER_MAX_TOKENS
 from memprobe_engine.llm.types import ChatMessage, SamplingParams
 from memprobe_engine.memory.base import ScoredItem
+from memprobe_engine.paradigms.config import DEFAULT_READER_MAX_TOKENS
 
 if TYPE_CHECKING:
     from memprobe_engine.llm.client import ChatOutcome

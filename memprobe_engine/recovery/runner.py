@@ -20,8 +20,8 @@ from memprobe_engine.orchestration.progress import ProgressHook
 from memprobe_engine.orchestration.protocol import RunNeeds, RunServices
 from memprobe_engine.orchestration.resume import UnitKey
 from memprobe_engine.orchestration.run import run_protocol
-from memprobe_engine.recovery.config import Mode, RecoveryConfig
 from memprobe_engine.recovery.attribution import Stage0Cache, Stage0Verdict
+from memprobe_engine.recovery.config import Mode, RecoveryConfig
 from memprobe_engine.recovery.dialogue_source import DialogueSource
 from memprobe_engine.recovery.fixed_dialogues import FixedDialogues, load_dialogues
 from memprobe_engine.recovery.inputs import DimensionPool, SimUser, load_pool, load_users

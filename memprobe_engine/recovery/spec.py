@@ -16,9 +16,9 @@ from rich.markup import escape
 
 from memprobe_engine.errors import ConfigError
 from memprobe_engine.events.header import RecordingHeader
-from memprobe_engine.recovery.config import RecoveryConfig
 from memprobe_engine.protocol_spec import (CompareRequest, PlannedRun, ProtocolOptions, ProtocolSpec,
                                            ReportRequest, RunCommon)
+from memprobe_engine.recovery.config import RecoveryConfig
 from memprobe_engine.run_flags import csv_names, system_names
 
 if TYPE_CHECKING:

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memprobe_engine.errors import ConfigError
-from memprobe_engine.events.header_config import HeaderConfig
 from memprobe_engine.events.header import RecordingHeader, read_header
+from memprobe_engine.events.header_config import HeaderConfig
 
 #: Configuration keys that name the systems compared or one run's bookkeeping, never a difference.
 SYSTEM_KEYS = frozenset({"systems", "fingerprint", "shard", "input_protocols", "release_run",
