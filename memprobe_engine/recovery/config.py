@@ -4,17 +4,17 @@ an import of the recovery release writes (``source`` ``release-a``), read throug
 
 from __future__ import annotations
 
-from typing import Literal
-
 from pydantic import BaseModel, ConfigDict
 
 from memprobe_engine.events.header_config import HeaderConfig
+from memprobe_engine.events.scoring import AccessMode
 from memprobe_engine.recovery.framing import DEFAULT_FRAMING, Framing
 from memprobe_engine.recovery.policy import ExclusionPolicy
 
-#: The two ways a slot-filler reads a memory system: its whole store, or what its search returns.
-Mode = Literal["dump_all", "retrieve"]
-#: Both modes, the order every run and table uses.
+#: The two ways a slot-filler reads a memory system: its whole store, or what its search returns (the
+#: events record it as ``AccessMode``).
+Mode = AccessMode
+#: Both modes: what a run reads when its header names none.
 MODES: tuple[Mode, ...] = ("dump_all", "retrieve")
 #: The recovery judge of a run that names none: the ``recovery_judge`` model role (``judge_kind.py``).
 MODEL_JUDGE = "model"
