@@ -26,6 +26,7 @@ from rich.console import Console
 
 from memprobe_engine.errors import ConfigError
 from memprobe_engine.events.header import RecordingHeader
+from memprobe_engine.events.header_config import HeaderConfig
 
 if TYPE_CHECKING:  # heavy or optional: only for the types
     import pandas as pd
@@ -121,6 +122,9 @@ class ProtocolSpec:
     title: ClassVar[str]
     #: The protocol's own run options (their fields are the flags only this protocol reads).
     options: ClassVar[type[ProtocolOptions]] = ProtocolOptions
+    #: What the protocol's runs (and imports) write into the header's ``config``, typed: readers get it
+    #: from :meth:`config_of` (``memprobe_engine.protocols.typed_config``), never by raw key.
+    config_model: ClassVar[type[HeaderConfig]] = HeaderConfig
     #: The module of the protocol's TUI entry (``memprobe_tui.<protocol>.entry``), or None: the TUI
     #: opens the recording in its generic overview.
     tui: ClassVar[str | None] = None
@@ -132,6 +136,10 @@ class ProtocolSpec:
     def owns(self, header: RecordingHeader) -> bool:
         """Whether a recording with this header is one of this protocol's runs."""
         return header.suite == self.name
+
+    def config_of(self, header: RecordingHeader) -> HeaderConfig:
+        """The header's config as :attr:`config_model` (older headers upgraded; unknown keys kept)."""
+        return self.config_model.of(header)
 
     def plan(self, common: RunCommon, options: ProtocolOptions) -> PlannedRun:
         """Check the options and build the run; a bad value is one ConfigError naming its flag. (A

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from memprobe_engine.errors import ConfigError, MemProbeError, RecordingError
 from memprobe_engine.events.header import RecordingHeader, read_header
+from memprobe_engine.events.header_config import TOOL_CONFIGS, HeaderConfig
 from memprobe_engine.events.reader import DamageReport
 from memprobe_engine.paradigms.spec import SPEC as PARADIGMS
 from memprobe_engine.protocol_spec import ProtocolSpec
@@ -73,6 +74,15 @@ def spec_of(header: RecordingHeader) -> ProtocolSpec:
             return spec
     raise RecordingError(f"{header.run_id}: a {header.suite!r} recording, which no installed protocol reads "
                          f"(this MemProbe reads {_choices()}); install the package that ran it.")
+
+
+def typed_config(header: RecordingHeader) -> HeaderConfig:
+    """The header's config as its protocol's model (``spec.config_model``); a recording no protocol
+    writes (``llm ask``, ``proxy``, ``generate``) as its tool's model, else as the shared base."""
+    for spec in protocols().values():
+        if spec.owns(header):
+            return spec.config_of(header)
+    return TOOL_CONFIGS.get(HeaderConfig.of(header).suite or header.suite, HeaderConfig).of(header)
 
 
 def spec_of_recording(path: Path) -> ProtocolSpec:

@@ -101,21 +101,16 @@ def _assignment(node: ast.stmt) -> tuple[str | None, ast.expr | None]:
     return None, None
 
 
-def model_provenance(config: dict[str, Any]) -> dict[str, dict[str, Any]]:
+def model_provenance(config: Mapping[str, object]) -> dict[str, dict[str, Any]]:
     """Per role: spec, backend, model and quantization, from the resolved models in ``config``."""
+    from memprobe_engine.events.header_config import HeaderConfig
     from memprobe_engine.llm.model_assets import TIER_ALIASES, TIERS
 
-    models = config.get("models")
-    roles = models.get("models") if isinstance(models, dict) else None
-    if not isinstance(roles, dict):
-        return {}
     out: dict[str, dict[str, Any]] = {}
-    for role, spec in roles.items():
-        if not isinstance(spec, dict):
-            continue
-        backend, model = spec.get("backend"), spec.get("model")
-        entry: dict[str, Any] = {"spec": spec.get("spec"), "backend": backend, "model": model,
-                                 "quantization": spec.get("quantization")}
+    for role, spec in HeaderConfig.of(config).models.models.items():
+        backend, model = spec.backend, spec.model
+        entry: dict[str, Any] = {"spec": spec.spec, "backend": backend, "model": model,
+                                 "quantization": spec.quantization}
         if backend == "local" and isinstance(model, str):
             tier = TIERS.get(TIER_ALIASES.get(model.lower(), model.lower()))
             if tier is not None:

@@ -4,12 +4,12 @@ header holds — so a score can be read next to the choices that produced it."""
 
 from __future__ import annotations
 
-from typing import Any
 
 import orjson
 from rich.text import Text
 
 from memprobe_engine.events.header import RecordingHeader
+from memprobe_engine.events.header_config import HeaderConfig, ResolvedModel
 from memprobe_engine.replay.run_history import Attempt
 from memprobe_tui.render import Lines, field, heading
 from memprobe_tui.timefmt import local_time
@@ -35,12 +35,9 @@ def _value(value: object) -> str:
     return value if isinstance(value, str) else orjson.dumps(value).decode()
 
 
-def model_roles(config: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """role -> resolved spec entry, from ``config["models"]`` (nested as ``{"models": {...}}``)."""
-    models = config.get("models") or {}
-    if isinstance(models, dict) and isinstance(models.get("models"), dict):
-        models = models["models"]
-    return {str(k): v for k, v in models.items() if isinstance(v, dict)} if isinstance(models, dict) else {}
+def model_roles(header: RecordingHeader) -> dict[str, ResolvedModel]:
+    """role -> resolved spec entry, from the header config's ``models``."""
+    return dict(HeaderConfig.of(header).models.models)
 
 
 def history_lines(history: list[Attempt]) -> Lines:
@@ -74,16 +71,16 @@ def settings_lines(header: RecordingHeader, history: list[Attempt] | None = None
         if key == "models":
             continue
         lines.append(field(LABELS.get(key, key), _value(value)))
-    roles = model_roles(config)
+    roles = model_roles(header)
     if roles:
         lines.append(heading("models per role"))
         width = max(len(r) for r in roles)
         for role, entry in roles.items():
-            spec = str(entry.get("spec") or f"{entry.get('backend')}:{entry.get('model')}")
+            spec = str(entry.spec or f"{entry.backend}:{entry.model}")
             text = Text(f"  {role:<{width}}  ", style="bold")
             text.append(spec, style="cyan")
-            if entry.get("origin"):
-                text.append(f"  (from {entry['origin']})", style="dim")
+            if entry.origin:
+                text.append(f"  (from {entry.origin})", style="dim")
             lines.append(text)
     else:
         lines += [heading("models per role"), Text("  not recorded in this recording's header", style="dim")]

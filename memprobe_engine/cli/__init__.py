@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import signal
 import sys
-from typing import Any
+from typing import TYPE_CHECKING
 
 import typer
 from rich.console import Console
@@ -22,6 +22,9 @@ from typer.core import TyperGroup
 
 from memprobe_engine.cli import help_format
 from memprobe_engine.errors import MemProbeError
+
+if TYPE_CHECKING:  # typer vendors click privately: its Context, for the override's signature only
+    from typer._click.core import Context
 
 help_format.install()  # flags are shown without a "<bool>" type in --help
 
@@ -42,7 +45,7 @@ class _Commands(TyperGroup):
     """The command group: a KeyboardInterrupt leaves it as :class:`StoppedBySignal`, which typer
     passes on to :func:`main` (it swallows KeyboardInterrupt itself)."""
 
-    def invoke(self, ctx: Any) -> Any:  # typer's own click Context (a private module)
+    def invoke(self, ctx: Context) -> object:  # typer's own click Context (a private module)
         try:
             return super().invoke(ctx)
         except KeyboardInterrupt as err:

@@ -129,6 +129,7 @@ def print_recording_cost(recording: Path, prices: dict[str, Price], console: Con
     """The estimate a run's header describes (protocol A or B), beside what the run used."""
     from memprobe_engine.errors import MemProbeError
     from memprobe_engine.events.header import read_header
+    from memprobe_engine.events.header_config import HeaderConfig
     from memprobe_engine.llm.config import LLMConfig
     from memprobe_engine.llm.spec import parse_spec
 
@@ -145,8 +146,6 @@ def print_recording_cost(recording: Path, prices: dict[str, Price], console: Con
             return
         estimate = CostEstimate(roles={}, notes=[f"{recording}: no estimate (an imported run, or its sessions "
                                                  f"folder is not here)"])
-    roles = (header.config.get("models") or {}).get("models") or {}
-    specs = {role: parse_spec(str(spec["spec"])) for role, spec in roles.items()
-             if isinstance(spec, dict) and spec.get("spec")}
+    specs = {role: parse_spec(spec) for role, spec in HeaderConfig.of(header).models.specs().items() if spec}
     console.print(f"[bold]{recording}[/]: tokens and cost per role")
     print_estimate(estimate, LLMConfig(models=specs), prices, console, actual=actual)

@@ -32,6 +32,7 @@ from rich.console import Console
 from memprobe_engine.errors import RecordingError
 from memprobe_engine.events.base import SCHEMA_VERSION, EventBase, pointer_fields
 from memprobe_engine.events.header import RecordingHeader
+from memprobe_engine.events.header_config import HeaderConfig
 from memprobe_engine.events.payloads import PAYLOADS_FILE
 from memprobe_engine.events.reader import DamagedEvent, RecordingReader, open_recording
 from memprobe_engine.events.union import POINTERS_OF_KIND
@@ -88,7 +89,7 @@ def check_compatible(inputs: Sequence[Path], headers: Sequence[RecordingHeader])
 
 def _shard_of(path: Path, header: RecordingHeader) -> tuple[int, int]:
     """(I, N) from the header's ``shard`` ("I/N"); a recording without one is the whole run, 0/1."""
-    value = header.config.get("shard", "0/1")
+    value = HeaderConfig.of(header).shard
     try:
         index, count = (int(part) for part in str(value).split("/"))
     except ValueError:

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import platform
 import time
+from collections.abc import Callable, Mapping
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, PrivateAttr, ValidationError
 
 from memprobe_engine.errors import RecordingError
 from memprobe_engine.events.base import SCHEMA_VERSION
@@ -24,6 +25,9 @@ FORMAT_NAME = "memprobe-recording"
 _REPORTED_PACKAGES = ("memprobe", "pydantic", "orjson", "openai", "xllamacpp", "llama-cpp-python", "vllm",
                       "sentence-transformers", "transformers", "torch", "numpy", "pandas", "textual",
                       "mem0ai", "graphiti-core", "langmem", "cognee", "kuzu", "litellm")
+
+
+_TypedT = TypeVar("_TypedT", bound=BaseModel)
 
 
 class Provenance(BaseModel):
@@ -48,6 +52,18 @@ class RecordingHeader(BaseModel):
     packages: dict[str, str] = {}
     python: str = ""
     provenance: Provenance | None = None
+    #: The typed views of ``config`` read so far (``events/header_config.py``), by model, each with the
+    #: config dict it was read from (a copy with another config reads afresh).
+    _typed: dict[type[BaseModel], tuple[object, BaseModel]] = PrivateAttr(default_factory=dict)
+
+    def typed_config(self, model: type[_TypedT], read: Callable[[Mapping[str, object]], _TypedT]) -> _TypedT:
+        """``read(config)``, once per model while ``config`` stays the same dict (``HeaderConfig.of``)."""
+        cached = self._typed.get(model)
+        if cached is not None and cached[0] is self.config and isinstance(cached[1], model):
+            return cached[1]
+        typed = read(self.config)
+        self._typed = {**self._typed, model: (self.config, typed)}
+        return typed
 
 
 def package_versions() -> dict[str, str]:

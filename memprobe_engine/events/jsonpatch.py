@@ -8,9 +8,11 @@ are replaced whole, which keeps patches readable for the short lists memory item
 from __future__ import annotations
 
 import copy
-from typing import Any
+from typing import Any, TypeVar
 
 JsonPatch = list[dict[str, Any]]
+#: The document a patch applies to (a JSON value; a memory store is a dict).
+DocT = TypeVar("DocT")
 
 
 def _escape(token: str) -> str:
@@ -45,7 +47,7 @@ def unescape_token(token: str) -> str:
     return _unescape(token)
 
 
-def apply_patch(document: Any, patch: JsonPatch, *, in_place: bool = False) -> Any:
+def apply_patch(document: DocT, patch: JsonPatch, *, in_place: bool = False) -> DocT:
     """Apply ``patch``; returns the new document. Raises ValueError on a path that does not exist."""
     doc = document if in_place else copy.deepcopy(document)
     for op in patch:
@@ -56,9 +58,9 @@ def apply_patch(document: Any, patch: JsonPatch, *, in_place: bool = False) -> A
                 continue
             raise ValueError("cannot remove the document root")
         tokens = [_unescape(t) for t in path.split("/")[1:]]
-        parent = doc
+        parent: object = doc
         for token in tokens[:-1]:
-            parent = parent[int(token)] if isinstance(parent, list) else parent[token]
+            parent = parent[int(token)] if isinstance(parent, list) else _member(parent, token, path)
         last = tokens[-1]
         if isinstance(parent, list):
             index = len(parent) if last == "-" else int(last)
@@ -70,7 +72,7 @@ def apply_patch(document: Any, patch: JsonPatch, *, in_place: bool = False) -> A
                 parent[index] = copy.deepcopy(op["value"])
             else:
                 raise ValueError(f"unsupported JSON Patch op {kind!r}")
-        else:
+        elif isinstance(parent, dict):
             if kind in ("remove", "replace") and last not in parent:
                 raise ValueError(f"JSON Patch path {path} does not exist")
             if kind == "remove":
@@ -79,4 +81,12 @@ def apply_patch(document: Any, patch: JsonPatch, *, in_place: bool = False) -> A
                 parent[last] = copy.deepcopy(op["value"])
             else:
                 raise ValueError(f"unsupported JSON Patch op {kind!r}")
+        else:
+            raise TypeError(f"JSON Patch path {path} goes through a {type(parent).__name__}, not an object or array")
     return doc
+
+
+def _member(parent: object, token: str, path: str) -> object:
+    if not isinstance(parent, dict):
+        raise TypeError(f"JSON Patch path {path} goes through a {type(parent).__name__}, not an object or array")
+    return parent[token]

@@ -50,7 +50,7 @@ class LLMCall(EventBase):
     params: dict[str, Any] = {}
     response_schema_ref: str | None = None
     response_text: str | None = None
-    parsed: Any = None
+    parsed: object = None
     usage: TokenUsage = TokenUsage()
     latency_s: float = 0.0
     cache_hit: bool = False

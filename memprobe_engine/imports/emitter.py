@@ -16,7 +16,6 @@ import contextlib
 import itertools
 import time
 from collections.abc import Iterator
-from typing import Any
 
 from memprobe_engine.events.recorder import SpanPosition, unit_of
 from memprobe_engine.events.writer import EventWriter
@@ -36,18 +35,18 @@ class DictEmitter:
         """Store ``data`` once by content hash; returns the ``sha256:`` reference."""
         return self.writer.put_payload(data)
 
-    def emit(self, kind: str, **fields: Any) -> int:
+    def emit(self, kind: str, **fields: object) -> int:
         """Write one event of ``kind`` in the current position; returns its ``seq``."""
         pos = self._position
-        data: dict[str, Any] = {"seq": 0, "time": time.time()}
+        data: dict[str, object] = {"seq": 0, "time": time.time()}
         for key, value in (("span_id", pos.span_id), ("parent_span_id", pos.parent_span_id), ("unit", pos.unit),
                            ("user_id", pos.user_id), ("system", pos.system), ("dimension", pos.dimension)):
             if value is not None:
                 data[key] = value
         data["kind"] = kind
-        for key, value in fields.items():
-            if value is not None:
-                data[key] = value
+        for key, given in fields.items():
+            if given is not None:
+                data[key] = given
         self.events += 1
         return self.writer.write_dict(data)
 

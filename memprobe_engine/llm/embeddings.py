@@ -27,7 +27,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -36,6 +36,9 @@ from memprobe_engine.errors import ConfigError, LLMError, MemProbeError
 from memprobe_engine.events.llm import EmbeddingBatch
 from memprobe_engine.events.recorder import NULL_RECORDER, Recorder
 from memprobe_engine.llm.model_assets import INSTALL_HINT, cache_dir
+
+if TYPE_CHECKING:  # the optional local-embeddings extra (untyped: for the name only)
+    from sentence_transformers import SentenceTransformer
 
 FloatMatrix = npt.NDArray[np.float32]
 
@@ -112,11 +115,11 @@ class EmbeddingBackend(Protocol):
         ...
 
 
-_ST_MODELS: dict[str, Any] = {}
+_ST_MODELS: dict[str, SentenceTransformer] = {}
 _ST_LOCK = threading.Lock()
 
 
-def _load_sentence_transformer(model: str) -> Any:
+def _load_sentence_transformer(model: str) -> SentenceTransformer:
     """Load (once per process) the sentence-transformers model ``model``, strictly offline."""
     with _ST_LOCK:
         loaded = _ST_MODELS.get(model)
@@ -158,7 +161,7 @@ class SentenceTransformerBackend:
         self.model = model
         self.model_id = f"st:{model}"
 
-    def load(self) -> Any:
+    def load(self) -> SentenceTransformer:
         """The loaded model (blocking; the first call per process takes a few seconds)."""
         return _load_sentence_transformer(self.model)
 
@@ -167,7 +170,10 @@ class SentenceTransformerBackend:
         """Output dimension (loads the model)."""
         model = self.load()
         getter = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
-        return int(getter())
+        dim = getter()
+        if dim is None:
+            raise LLMError(f"{self.model_id}: the model reports no output dimension")
+        return int(dim)
 
     async def embed_batch(self, texts: list[str]) -> FloatMatrix:
         return await asyncio.to_thread(self._encode, texts)

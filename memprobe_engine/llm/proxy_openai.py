@@ -156,7 +156,7 @@ def _tool_schema(tools: object, choice: object) -> ToolMode | None:
     return ToolMode(schema=schema, names=tuple(names), allow_content=allow_content)
 
 
-def _tools_prompt(tools: Any, mode: ToolMode) -> str:
+def _tools_prompt(tools: list[dict[str, Any]], mode: ToolMode) -> str:
     lines = ["You can call these functions:"]
     for tool in tools:
         function = tool.get("function", {})

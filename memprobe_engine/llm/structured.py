@@ -66,7 +66,7 @@ def _tighten(node: object) -> None:
             _tighten(value)
 
 
-def extract_json(text: str) -> Any:
+def extract_json(text: str) -> object:
     """The first JSON object in ``text``: inside a code fence if there is one, else the first ``{``
     from which a complete JSON object decodes. StructuredOutputError if there is none."""
     decoder = json.JSONDecoder()
@@ -95,7 +95,7 @@ def parse_structured(text: str, model: type[BaseModel]) -> BaseModel:
         raise StructuredOutputError(describe_validation_error(err)) from None
 
 
-def parse_with_json_schema(text: str, schema: dict[str, Any]) -> Any:
+def parse_with_json_schema(text: str, schema: dict[str, Any]) -> object:
     """Extract the first JSON object and check it against a raw JSON schema (see
     :func:`json_schema_problems` for the keywords checked); returns the object itself."""
     value = extract_json(text)
@@ -123,7 +123,7 @@ def json_schema_problems(value: object, schema: object, root: object = None, whe
         return []
     at = where or "(top level)"
     if "$ref" in schema:
-        target: Any = root
+        target: object = root
         for part in str(schema["$ref"]).removeprefix("#/").split("/"):
             target = target.get(part, {}) if isinstance(target, dict) else {}
         return json_schema_problems(value, target, root, where)

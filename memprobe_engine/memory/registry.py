@@ -16,10 +16,13 @@ import inspect
 import os
 import sys
 from importlib import metadata
-from typing import Any, NamedTuple, cast
+from typing import TYPE_CHECKING, NamedTuple, cast
 
 from memprobe_engine.errors import ConfigError
 from memprobe_engine.memory.base import MemoryServices, MemorySystem, SystemNeeds, needs_of
+
+if TYPE_CHECKING:  # the adapters import their libraries' glue: for the type only
+    from memprobe_engine.memory.adapters.base import LibraryAdapter
 
 ENTRY_POINT_GROUP = "memprobe.memory_systems"
 DOCS = "docs/memory-systems.md"
@@ -158,7 +161,7 @@ def _installed_version(distribution: str) -> str | None:
         return None
 
 
-def _adapter_version(cls: Any) -> str | None:
+def _adapter_version(cls: type[LibraryAdapter]) -> str | None:
     """The library's version: the adapter's own ``installed_version()`` where its library lives
     outside this environment (cognee's venv), else the distribution's metadata here."""
     own = getattr(cls, "installed_version", None)

@@ -20,6 +20,7 @@ from typing import Any
 import orjson
 
 from memprobe_engine.events.header import HEADER_FILE
+from memprobe_engine.events.header_config import HeaderConfig
 from memprobe_engine.events.payloads import PayloadReader
 from memprobe_engine.events.reader import open_recording
 from memprobe_engine.events.run import SpanBegin
@@ -59,12 +60,13 @@ def protocol_view(config: dict[str, Any]) -> dict[str, Any]:
 def can_resume(previous: dict[str, Any], config: dict[str, Any]) -> bool:
     """Whether a run recorded with header config ``previous`` may be continued with ``config``: the
     same fingerprint, or the same settings up to pacing (a faster server, more concurrency)."""
-    return previous.get("fingerprint") == config.get("fingerprint") or protocol_view(previous) == protocol_view(config)
+    return HeaderConfig.of(previous).fingerprint == HeaderConfig.of(config).fingerprint \
+        or protocol_view(previous) == protocol_view(config)
 
 
 def different_settings_message(record: Path, previous: dict[str, Any], config: dict[str, Any]) -> str:
-    return (f"{record} holds a run with different settings (fingerprint {previous.get('fingerprint')} ≠ "
-            f"{config.get('fingerprint')}). Resume it with the same command and flags, or pass another --record "
+    return (f"{record} holds a run with different settings (fingerprint {HeaderConfig.of(previous).fingerprint} ≠ "
+            f"{HeaderConfig.of(config).fingerprint}). Resume it with the same command and flags, or pass another --record "
             f"folder.")
 
 

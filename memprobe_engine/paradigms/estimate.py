@@ -20,8 +20,7 @@ reply cap. Tokens are characters / 3.8 expected (3.2–5.0 for the range).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
 
 from memprobe_engine.llm.usage_estimate import CostEstimate, Triple, answer_tokens
 from memprobe_engine.memory.base import SimClock
@@ -33,6 +32,7 @@ from memprobe_engine.paradigms.baselines import (
     oracle_evidence,
     session_text,
 )
+from memprobe_engine.paradigms.config import ParadigmConfig
 from memprobe_engine.paradigms.protocol import ordered_sessions, session_observations
 from memprobe_engine.paradigms.reader import MEMORY_HEADING, Evidence, reader_messages
 from memprobe_engine.paradigms.runner import ParadigmPlan, ParadigmRun, input_protocol_of
@@ -118,25 +118,22 @@ def _memory_writes(estimate: CostEstimate, plan: ParadigmPlan, episode: Episode,
     return sizes
 
 
-def plan_from_config(config: dict[str, Any]) -> ParadigmPlan | None:
-    """The plan a protocol-B recording's header describes (for the report's estimate beside the actual
-    tokens); None when it is not a paradigm run's header or its suite is not here."""
+def plan_from_config(config: ParadigmConfig | Mapping[str, object]) -> ParadigmPlan | None:
+    """The plan a protocol-B recording's header config describes (for the report's estimate beside the
+    actual tokens); None when it is not a paradigm run's header or its suite is not here."""
     from pathlib import Path
 
     from memprobe_engine.paradigms.reader import ReaderSettings
 
-    sessions = config.get("sessions")
-    if config.get("suite") != "paradigms" or config.get("source") or not isinstance(sessions, str) \
-            or not Path(sessions).is_dir():
+    if not isinstance(config, ParadigmConfig):
+        config = ParadigmConfig.of(config)
+    sessions = config.sessions
+    if config.suite != "paradigms" or config.source or sessions is None or not Path(sessions).is_dir():
         return None
-    shard = str(config.get("shard", "0/1")).split("/")
-    episodes = config.get("episodes")
+    shard = config.shard.split("/")
     return ParadigmPlan(
-        sessions_dir=Path(sessions), systems=[str(s) for s in config.get("systems") or []],
-        episodes=[str(e) for e in episodes] if isinstance(episodes, list) else None,
-        paradigms=config.get("paradigms") if isinstance(config.get("paradigms"), list) else None,
-        ingest=config.get("ingest", "turns"), k=int(config.get("k", 10)), session_k=int(config.get("session_k", 5)),
-        reader=ReaderSettings(max_tokens=int(config.get("reader_max_tokens", 300)),
-                              temperature=float(config.get("temperature", 0.0)), seed=int(config.get("seed", 0))),
-        seed=int(config.get("seed", 0)), shard=(int(shard[0]), int(shard[1])) if len(shard) == 2 else (0, 1),
-        embedding_spec=str(config.get("embeddings", "st:minilm")))
+        sessions_dir=Path(sessions), systems=list(config.systems), episodes=config.episodes,
+        paradigms=config.paradigms, ingest=config.ingest, k=config.k, session_k=config.session_k,
+        reader=ReaderSettings(max_tokens=config.reader_max_tokens, temperature=config.temperature, seed=config.seed),
+        seed=config.seed, shard=(int(shard[0]), int(shard[1])) if len(shard) == 2 else (0, 1),
+        embedding_spec=config.embeddings)

@@ -35,6 +35,7 @@ from typing import Literal
 from memprobe_engine.events.paradigms import IngestedTurn, SessionIngest
 from memprobe_engine.events.recorder import Recorder
 from memprobe_engine.memory.base import MemorySystem, Observation, SimClock
+from memprobe_engine.paradigms.config import GRANULARITIES, Granularity
 from memprobe_engine.paradigms.suite import Episode, Session
 
 #: Simulated days between two sessions of an episode.
@@ -46,8 +47,6 @@ INLINE_LIMIT = 200
 
 ObservationKind = Literal["task", "user", "assistant", "tool_output"]
 #: How a session is offered to a system: turn by turn (default) or as one transcript.
-Granularity = Literal["turns", "session"]
-GRANULARITIES: tuple[Granularity, ...] = ("turns", "session")
 _SPEAKER = {"user": "User", "assistant": "Assistant", "tool_output": "Tool output"}
 
 

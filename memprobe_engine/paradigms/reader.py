@@ -33,6 +33,7 @@ from memprobe_engine.errors import ConfigError
 from memprobe_engine.events.paradigms import RetrievedItem
 from memprobe_engine.llm.types import ChatMessage, SamplingParams
 from memprobe_engine.memory.base import ScoredItem
+from memprobe_engine.paradigms.config import DEFAULT_READER_MAX_TOKENS
 
 if TYPE_CHECKING:
     from memprobe_engine.llm.client import ChatOutcome
@@ -137,7 +138,7 @@ class Evidence:
 
 @dataclass(frozen=True)
 class ReaderSettings:
-    max_tokens: int = 300
+    max_tokens: int = DEFAULT_READER_MAX_TOKENS
     temperature: float = 0.0
     seed: int = 0
 

@@ -51,6 +51,7 @@ from memprobe_engine.paradigms.baselines import (
     heuristic_answer,
     oracle_evidence,
 )
+from memprobe_engine.paradigms.config import DEFAULT_K, DEFAULT_SESSION_K, ParadigmConfig
 from memprobe_engine.paradigms.protocol import (
     Granularity,
     ingest_episode,
@@ -75,10 +76,6 @@ if TYPE_CHECKING:
     from memprobe_engine.llm.embeddings import TextEmbedder
     from memprobe_engine.orchestration.ray_executor import RayOptions
 
-#: Default number of memories a memory system's search returns to the reader.
-DEFAULT_K = 10
-#: Default number of sessions naive / time-aware RAG retrieve (the upstream top-k).
-DEFAULT_SESSION_K = 5
 
 
 def input_protocol_of(system: str) -> str:
@@ -179,22 +176,23 @@ def upgraded_digests(record: Path, previous: dict[str, Any], config: dict[str, A
     recorded = recorded_episode_digests(record)
     if recorded is None:
         return previous
-    return {**previous, "episode_digests": {**config["episode_digests"], **recorded}}
+    return {**previous, "episode_digests": {**(ParadigmConfig.of(config).episode_digests or {}), **recorded}}
 
 
 def changed_episodes_message(record: Path, previous: dict[str, Any], config: dict[str, Any]) -> str | None:
     """Why ``record`` cannot be resumed because of its episodes' contents, or None when they match."""
-    before = previous.get("episode_digests")
-    now: dict[str, str] = config["episode_digests"]
-    if not isinstance(before, dict):
+    before = ParadigmConfig.of(previous).episode_digests
+    ours = ParadigmConfig.of(config)
+    now = ours.episode_digests or {}
+    if before is None:
         return (f"{record} was recorded before MemProbe fingerprinted episode contents and without a copy of each "
                 f"unit's episode, so a resume cannot check "
-                f"that its episodes are unchanged in {config['sessions']}. Pass another --record folder to run "
+                f"that its episodes are unchanged in {ours.sessions}. Pass another --record folder to run "
                 f"them afresh.")
     changed = sorted(e for e in set(before) & set(now) if before[e] != now[e])
     if not changed:
         return None
-    return (f"{record}: episode(s) {', '.join(changed)} in {config['sessions']} changed since this recording was "
+    return (f"{record}: episode(s) {', '.join(changed)} in {ours.sessions} changed since this recording was "
             f"made (content digest differs), so resuming would mix two versions. Pass another --record folder to "
             f"run them afresh.")
 

@@ -16,6 +16,8 @@ from rich.console import Console
 from rich.markup import escape
 
 from memprobe_engine.events.header import RecordingHeader
+from memprobe_engine.events.header_config import HeaderConfig
+from memprobe_engine.paradigms.config import DEFAULT_K, DEFAULT_READER_MAX_TOKENS, DEFAULT_SESSION_K, ParadigmConfig
 from memprobe_engine.protocol_spec import (OWN_LAYER, CompareRequest, PlannedRun, ProtocolOptions, ProtocolSpec,
                                            ReportRequest, RunCommon, checked_layers)
 from memprobe_engine.run_flags import csv_names, unique
@@ -37,9 +39,9 @@ class ParadigmOptions(ProtocolOptions):
     paradigms: str | None = None
     limit: int | None = None
     ingest: str = "turns"
-    k: int = 10
-    session_k: int = 5
-    reader_max_tokens: int = 300
+    k: int = DEFAULT_K
+    session_k: int = DEFAULT_SESSION_K
+    reader_max_tokens: int = DEFAULT_READER_MAX_TOKENS
 
 
 class ParadigmSpec(ProtocolSpec):
@@ -48,13 +50,14 @@ class ParadigmSpec(ProtocolSpec):
     name = "paradigms"
     title = "protocol B: stability–plasticity paradigms"
     options = ParadigmOptions
+    config_model = ParadigmConfig
     tui = "memprobe_tui.paradigms.entry"
     after_steps = "after the probes"
     final_step = "after the probes"
 
     def owns(self, header: RecordingHeader) -> bool:
         # An import of the upstream reports may name the suite in its config only.
-        return header.suite == self.name or header.config.get("suite") == self.name
+        return header.suite == self.name or HeaderConfig.of(header).suite == self.name
 
     def plan(self, common: RunCommon, options: ProtocolOptions) -> PlannedRun:
         from memprobe_engine.paradigms.run_options import ParadigmRequest, paradigm_plan, paradigm_protocol
@@ -141,8 +144,7 @@ class ParadigmSpec(ProtocolSpec):
         return store_steps(session, unit, system, short=short)
 
     def empty_store_note(self, header: RecordingHeader, system: str) -> str | None:
-        protocols = header.config.get("input_protocols")
-        if isinstance(protocols, dict) and protocols.get(system) == "full_context":
+        if ParadigmConfig.of(header).input_protocols.get(system) == "full_context":
             return (f"{system} keeps no memory store: its input protocol is full_context, so the reader is "
                     "given the whole dialogue at each probe instead of retrieved items.")
         return None
@@ -150,7 +152,7 @@ class ParadigmSpec(ProtocolSpec):
     def estimate_of(self, recording: Path, header: RecordingHeader) -> CostEstimate | None:
         from memprobe_engine.paradigms.estimate import estimate_paradigms, plan_from_config
 
-        plan = plan_from_config(header.config)
+        plan = plan_from_config(ParadigmConfig.of(header))
         return estimate_paradigms(plan) if plan is not None else None
 
     def register_commands(self, root: typer.Typer, groups: Mapping[str, typer.Typer]) -> None:

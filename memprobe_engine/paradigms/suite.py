@@ -281,7 +281,7 @@ def regular_file(path: Path) -> Path:
     return path
 
 
-def _read_json(path: Path) -> Any:
+def _read_json(path: Path) -> object:
     regular_file(path)
     try:
         return orjson.loads(path.read_bytes())

@@ -26,7 +26,8 @@ from memprobe_engine.recovery.inputs import BankEntry
 from memprobe_engine.recovery.policy import DEFAULT_POLICY, ExclusionPolicy
 from memprobe_engine.recovery.prompts import Turn
 from memprobe_engine.recovery.schemas import OK_THRESHOLD, DisclosureVerdict, ElicitationVerdict, TaskDesignVerdict
-from memprobe_engine.recovery.scoring import Mode, TextSink, ask
+from memprobe_engine.recovery.config import Mode
+from memprobe_engine.recovery.scoring import TextSink, ask
 
 if TYPE_CHECKING:
     from memprobe_engine.llm.client import ChatClient

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from memprobe_engine.errors import ConfigError, MemProbeError
 from memprobe_engine.events.reader import open_recording
 from memprobe_engine.events.run import SpanBegin
+from memprobe_engine.recovery.config import RecoveryConfig
 
 #: How a fixed-dialogue run is named in the header, ``--dry-run`` and every report table.
 PHRASE = "fixed dialogues from"
@@ -35,12 +35,10 @@ class DialogueSource:
         return {"recording": str(self.recording), "system": self.system}
 
 
-def description(config: dict[str, Any]) -> str | None:
+def description(config: RecoveryConfig) -> str | None:
     """``fixed dialogues from …`` for a header config of a fixed-dialogue run, else None."""
-    entry = config.get("dialogues")
-    if not isinstance(entry, dict):
-        return None
-    return f"{PHRASE} {entry.get('recording')} ({entry.get('system')})"
+    entry = config.dialogues
+    return None if entry is None else f"{PHRASE} {entry.recording} ({entry.system})"
 
 
 def parse_source(text: str) -> DialogueSource:

@@ -30,13 +30,15 @@ to every stage for every case (high).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from memprobe_engine.llm.usage_estimate import CostEstimate, answer_tokens
 from memprobe_engine.recovery import prompts, prompts_embedded
+from memprobe_engine.recovery.config import RecoveryConfig
 from memprobe_engine.recovery.input_rules import CATEGORY_GUIDE
 from memprobe_engine.recovery.inputs import BankEntry, SimUser, load_users
 from memprobe_engine.recovery.outcome_shares import OutcomeShares
@@ -155,7 +157,7 @@ def estimate_recovery(plan: RecoveryPlan, shares: OutcomeShares | None = None) -
     return estimate
 
 
-def _score_dimension(estimate: CostEstimate, plan: RecoveryPlan, built: Any, entry: BankEntry, shell: int,
+def _score_dimension(estimate: CostEstimate, plan: RecoveryPlan, built: ModuleType, entry: BankEntry, shell: int,
                      store: list[dict[str, Any]], history: tuple[float, float, float], shares: OutcomeShares,
                      judge_answer: tuple[float, float, float], task_text: str) -> None:
     """Slot-fill, judge and attribution of one (user, dimension) over every system and mode, as
@@ -266,7 +268,7 @@ def _per_call(totals: list[float], calls: tuple[float, float, float]) -> tuple[f
     return totals[0] / calls[0], totals[1] / calls[1], totals[2] / calls[2]
 
 
-def plan_from_config(config: dict[str, Any]) -> RecoveryPlan | None:
+def plan_from_config(config: RecoveryConfig | Mapping[str, object]) -> RecoveryPlan | None:
     """The plan a protocol-A recording's header describes (for the report's estimate beside the
     actual tokens); None when the header is not a run's (an import) or its inputs are gone."""
     from pathlib import Path
@@ -275,20 +277,18 @@ def plan_from_config(config: dict[str, Any]) -> RecoveryPlan | None:
     from memprobe_engine.recovery.rollout import RolloutSettings
     from memprobe_engine.recovery.runner import RecoveryPlan
 
-    sessions = config.get("sessions")
-    if config.get("suite") != "recovery" or config.get("source") or not isinstance(sessions, str) \
-            or not Path(sessions).is_dir():
+    if not isinstance(config, RecoveryConfig):
+        config = RecoveryConfig.of(config)
+    sessions = config.sessions
+    if config.suite != "recovery" or config.imported or sessions is None or not Path(sessions).is_dir():
         return None
-    users = config.get("users")
-    dialogues = config.get("dialogues")
+    dialogues = config.dialogues
     settings = RolloutSettings(
-        max_turns=int(config.get("max_turns", 25)), judge_max_tokens=config.get("judge_max_tokens"),
-        agent_max_tokens=config.get("agent_max_tokens"), simulator_max_tokens=config.get("simulator_max_tokens"),
-        preference_judge=bool(config.get("preference_judge", True)),
-        preference_judge_max_tokens=config.get("preference_judge_max_tokens"),
-        framing=config.get("framing", "release"), recovery_judge=config.get("recovery_judge", "model"))
-    return RecoveryPlan(sessions_dir=Path(sessions), users=users if isinstance(users, list) else None,
-                        dimensions=config.get("dimensions"), systems=list(config.get("systems") or []),
-                        modes=list(config.get("modes") or ["dump_all", "retrieve"]), settings=settings,
-                        dialogues=DialogueSource(Path(dialogues["recording"]), str(dialogues["system"]))
-                        if isinstance(dialogues, dict) else None)
+        max_turns=config.max_turns, judge_max_tokens=config.judge_max_tokens,
+        agent_max_tokens=config.agent_max_tokens, simulator_max_tokens=config.simulator_max_tokens,
+        preference_judge=config.preference_judge, preference_judge_max_tokens=config.preference_judge_max_tokens,
+        framing=config.framing, recovery_judge=config.recovery_judge)
+    return RecoveryPlan(sessions_dir=Path(sessions), users=config.users, dimensions=config.dimensions,
+                        systems=list(config.systems), modes=list(config.modes), settings=settings,
+                        dialogues=DialogueSource(Path(dialogues.recording), dialogues.system)
+                        if dialogues is not None else None)

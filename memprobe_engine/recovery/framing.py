@@ -22,9 +22,13 @@ recording's own framing.
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Literal
 
 from memprobe_engine.errors import ConfigError
+
+if TYPE_CHECKING:
+    from memprobe_engine.recovery.config import RecoveryConfig
 
 Framing = Literal["release", "embedded"]
 FRAMINGS: tuple[Framing, ...] = ("release", "embedded")
@@ -39,7 +43,8 @@ def check_framing(name: str, *, where: str = "--framing") -> Framing:
                       f"content framed for a small model; docs/protocol-a.md).")
 
 
-def framing_of(config: dict[str, object]) -> Framing:
+def framing_of(config: RecoveryConfig | Mapping[str, object]) -> Framing:
     """The framing a recording was made under (``release`` when its header names none)."""
-    named = config.get("framing")
-    return "embedded" if named == "embedded" else DEFAULT_FRAMING
+    from memprobe_engine.recovery.config import RecoveryConfig
+
+    return (config if isinstance(config, RecoveryConfig) else RecoveryConfig.of(config)).framing

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Literal, TypeVar
 
 from pydantic import (
     BaseModel,
@@ -310,7 +310,7 @@ _MISSING = object()
 M = TypeVar("M", bound=BaseModel)
 
 
-def _read_json(path: Path, problems: list[Problem]) -> Any:
+def _read_json(path: Path, problems: list[Problem]) -> object:
     """Parsed JSON, or ``_MISSING`` after recording why it could not be read."""
     if path.exists() and not path.is_file():  # a FIFO or device would block the read for ever
         problems.append(Problem(file=str(path), message="not a regular file (a folder, pipe or device); "
@@ -372,7 +372,8 @@ def _check_user(user_dir: Path, pool: DimensionPool | None, relaxed: bool,
     bank = _validate(UserBank, raw[BANK_FILE], user_dir / BANK_FILE, found[BANK_FILE], relaxed)
     tasks = _validate(UserTasks, raw[TASKS_FILE], user_dir / TASKS_FILE, found[TASKS_FILE], relaxed)
     for name in (BANK_FILE, TASKS_FILE):
-        ident = raw[name].get("user_id") if isinstance(raw[name], dict) else None
+        data = raw[name]
+        ident = data.get("user_id") if isinstance(data, dict) else None
         if isinstance(ident, str) and ident != user_dir.name:
             found[name].append(Problem(file=str(user_dir / name), field="user_id", message=(
                 f"{ident!r} does not match the directory name {user_dir.name!r}")))
@@ -388,7 +389,8 @@ def _check_user(user_dir: Path, pool: DimensionPool | None, relaxed: bool,
         if view is None and only == TASKS_FILE:
             found[TASKS_FILE].append(Problem(file=str(user_dir / TASKS_FILE), message=(
                 f"no readable {BANK_FILE} beside it; tasks were not checked against the bank")))
-        raw_tasks = raw[TASKS_FILE].get("tasks") if isinstance(raw[TASKS_FILE], dict) else None
+        tasks_data = raw[TASKS_FILE]
+        raw_tasks = tasks_data.get("tasks") if isinstance(tasks_data, dict) else None
         _add(user_dir / TASKS_FILE, task_issues(raw_tasks, view, authoring=not relaxed), found[TASKS_FILE])
     problems = found[only] if only else [p for name in USER_FILES for p in found[name]]
     if any(found.values()) or pool is None or profile is None or bank is None or tasks is None:

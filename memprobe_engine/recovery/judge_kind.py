@@ -10,11 +10,14 @@ made before it existed keep their fingerprint and are re-scored as they were mad
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from memprobe_engine.errors import ConfigError
+from memprobe_engine.recovery.config import MODEL_JUDGE as MODEL_JUDGE
+from memprobe_engine.recovery.config import RecoveryConfig
 from memprobe_engine.recovery.cross_judge import DEFAULT_JUDGE, WEIGHTS_DIR
 from memprobe_engine.recovery.framing import Framing
 
-MODEL_JUDGE = "model"
 CALIBRATED_PREFIX = "calibrated"
 
 
@@ -47,10 +50,9 @@ def calibrated_name(judge: str) -> str | None:
     return weights or DEFAULT_JUDGE if kind == CALIBRATED_PREFIX else None
 
 
-def judge_of(config: dict[str, object]) -> str:
+def judge_of(config: RecoveryConfig | Mapping[str, object]) -> str:
     """The judge a recording was scored with (``model`` when its header names none)."""
-    named = config.get("recovery_judge")
-    return named if isinstance(named, str) and named else MODEL_JUDGE
+    return (config if isinstance(config, RecoveryConfig) else RecoveryConfig.of(config)).recovery_judge
 
 
 def judge_error_sd(judge: str) -> float | None:

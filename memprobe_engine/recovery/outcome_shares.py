@@ -16,10 +16,12 @@ nothing measured it is the release's share; with many cases it is the measured o
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from memprobe_engine.events.header_config import HeaderConfig
+from memprobe_engine.recovery.config import RecoveryConfig
 from memprobe_engine.recovery.schemas import OK_THRESHOLD
 
 #: Shares of the recovery release (its 558 scored cases of the two-user sample, all systems with
@@ -112,14 +114,9 @@ class OutcomeShares:
                 f"updated by {where} with the same models{models}: {'; '.join(parts)}")
 
 
-def header_specs(config: dict[str, object]) -> dict[str, str]:
-    """Role → model spec string of a recording header's ``models`` (as ``LLMConfig.resolved`` writes it)."""
-    models = config.get("models")
-    table = models.get("models") if isinstance(models, dict) else None
-    if not isinstance(table, dict):
-        return {}
-    return {str(role): str(entry["spec"]) for role, entry in table.items()
-            if isinstance(entry, dict) and isinstance(entry.get("spec"), str)}
+def header_specs(config: Mapping[str, object]) -> dict[str, str]:
+    """Role → model spec string of a header config's ``models`` (as ``LLMConfig.resolved`` writes it)."""
+    return HeaderConfig.of(config).models.specs()
 
 
 def candidate_recordings(folders: Iterable[Path], exclude: Path | None = None) -> list[Path]:
@@ -154,14 +151,15 @@ def measure_shares(folders: Iterable[Path], specs: dict[str, str], fixed_dialogu
     shares = OutcomeShares(specs=dict(specs))
     for recording in candidate_recordings(folders, exclude):
         try:
-            config = read_header(recording).config
+            header = read_header(recording)
+            if HeaderConfig.of(header).suite != "recovery" or HeaderConfig.of(header).source:
+                continue
+            config = RecoveryConfig.of(header)
         except MemProbeError:
             continue
-        if config.get("suite") != "recovery" or config.get("source"):
-            continue
-        used = header_specs(config)
-        same_feed = isinstance(config.get("dialogues"), dict) == fixed_dialogues
-        voice = not fixed_dialogues and same_feed and (config.get("framing") or "release") == framing and \
+        used = config.models.specs()
+        same_feed = (config.dialogues is not None) == fixed_dialogues
+        voice = not fixed_dialogues and same_feed and config.framing == framing and \
             used.get("simulator") == specs.get("simulator")
         fills = same_feed and used.get("slot_filler") == specs.get("slot_filler")
         scores = fills and used.get("recovery_judge") == specs.get("recovery_judge")

@@ -22,16 +22,18 @@ reach satisfaction, it is excluded from A; under ``audit`` the episode ends ther
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Literal
 
 from memprobe_engine.errors import ConfigError
 from memprobe_engine.llm.structured import StructuredOutputError, extract_json
 
+if TYPE_CHECKING:
+    from memprobe_engine.recovery.config import RecoveryConfig
+
 ExclusionPolicy = Literal["paper", "audit"]
 POLICIES: tuple[ExclusionPolicy, ...] = ("paper", "audit")
 DEFAULT_POLICY: ExclusionPolicy = "paper"
-#: Recordings made before policies existed behaved as ``audit`` does now.
-LEGACY_POLICY: ExclusionPolicy = "audit"
 
 DESCRIPTIONS: dict[ExclusionPolicy, str] = {
     "paper": "paper (the release's rules: overflowed stores and unparseable scoring outputs take the "
@@ -72,15 +74,13 @@ def release_user_text(raw_text: str) -> str:
     return str(text).strip() if isinstance(text, str) else ""
 
 
-def policy_of(config: dict[str, object]) -> ExclusionPolicy:
+def policy_of(config: RecoveryConfig | Mapping[str, object]) -> ExclusionPolicy:
     """The policy a recording was made under, from its header config: ``policy`` when recorded; an
     imported release run is the release's own (``paper``); older recordings of ours behaved as
-    ``audit``."""
-    named = config.get("policy")
-    for policy in POLICIES:
-        if named == policy:
-            return policy
-    return "paper" if config.get("source") == "release-a" else LEGACY_POLICY
+    ``audit`` (both upgrades: ``events/header_upgrade.py``)."""
+    from memprobe_engine.recovery.config import RecoveryConfig
+
+    return (config if isinstance(config, RecoveryConfig) else RecoveryConfig.of(config)).policy
 
 
 #: One line each, for the footer under a report table (fits 100 columns).

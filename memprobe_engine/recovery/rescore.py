@@ -26,6 +26,7 @@ from memprobe_engine.memory.timeline import store_at
 from memprobe_engine.orchestration.lifecycle import recorded_run
 from memprobe_engine.recovery.attribution import Stage0Cache, Stage0Verdict, attribute
 from memprobe_engine.recovery.case_material import DialogueTurn, retrieval_for_fill, slot_fill_read
+from memprobe_engine.recovery.config import Mode, RecoveryConfig
 from memprobe_engine.recovery.framing import Framing, framing_of
 from memprobe_engine.recovery.inputs import BankEntry, PoolDimension
 from memprobe_engine.recovery.judge_kind import judge_of
@@ -33,7 +34,7 @@ from memprobe_engine.recovery.outcomes import OutcomeFold
 from memprobe_engine.recovery.policy import ExclusionPolicy, policy_of
 from memprobe_engine.recovery.prompts import Turn
 from memprobe_engine.recovery.rescore_contract import RescoreRequest, RescoreSink
-from memprobe_engine.recovery.scoring import Mode, TextSink, judge, slot_fill
+from memprobe_engine.recovery.scoring import TextSink, judge, slot_fill
 
 if TYPE_CHECKING:
     from memprobe_engine.llm.client import ChatClient
@@ -186,9 +187,10 @@ async def rescore(record: Path, cases: Iterable[Case], *, chat_factory: Callable
     calibrated:NAME, :mod:`.judge_kind`) defaults to the judge the recording was scored with."""
     with open_recording(record) as reader:
         materials = [gather(reader, case) for case in cases]
-        chosen = policy or policy_of(reader.header.config)
-        framing = framing_of(reader.header.config)
-        judge_kind = judge_kind or judge_of(reader.header.config)
+        config = RecoveryConfig.of(reader.header)
+        chosen = policy or policy_of(config)
+        framing = framing_of(config)
+        judge_kind = judge_kind or judge_of(config)
     results: list[RescoreResult] = []
     # The shared run lifecycle: run_start/run_end around the appended events, leftover spans closed.
     async with recorded_run(record, header=None, suite="rescore", resumed=True, cancel_strays=False,

@@ -29,6 +29,7 @@ from memprobe_engine.events.run import ErrorEvent
 from memprobe_engine.llm.types import SamplingParams
 from memprobe_engine.memory.base import AgentContext, MemorySystem, Observation, ScoredItem, SimClock, memory_line
 from memprobe_engine.recovery import prompts, prompts_embedded
+from memprobe_engine.recovery.config import DEFAULT_MAX_TURNS
 from memprobe_engine.recovery.framing import DEFAULT_FRAMING, Framing
 from memprobe_engine.recovery.inputs import BankEntry, SimUser, Task
 from memprobe_engine.recovery.policy import DEFAULT_POLICY, ExclusionPolicy, release_user_text
@@ -50,7 +51,7 @@ class RolloutSettings:
     """Knobs of the episode loop. Defaults are the release's: 25 turns, k = 5, no reply caps (a
     cap of ``None`` sends none); the README's quick run turns turns and caps down for small CPUs."""
 
-    max_turns: int = 25
+    max_turns: int = DEFAULT_MAX_TURNS
     agent_max_tokens: int | None = None
     simulator_max_tokens: int | None = None
     judge_max_tokens: int | None = None

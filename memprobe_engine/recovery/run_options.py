@@ -18,7 +18,7 @@ from memprobe_engine.recovery.policy import DEFAULT_POLICY, check_policy
 from memprobe_engine.recovery.protocol_config import cap, load_protocol_table, merged
 from memprobe_engine.recovery.rollout import RolloutSettings
 from memprobe_engine.recovery.runner import RecoveryPlan
-from memprobe_engine.recovery.scoring import Mode
+from memprobe_engine.recovery.config import Mode
 
 
 @dataclass(frozen=True)

@@ -21,11 +21,11 @@ from memprobe_engine.orchestration.protocol import RunNeeds, RunServices
 from memprobe_engine.orchestration.resume import UnitKey
 from memprobe_engine.orchestration.run import run_protocol
 from memprobe_engine.recovery.attribution import Stage0Cache, Stage0Verdict
+from memprobe_engine.recovery.config import Mode, RecoveryConfig
 from memprobe_engine.recovery.dialogue_source import DialogueSource
 from memprobe_engine.recovery.fixed_dialogues import FixedDialogues, load_dialogues
 from memprobe_engine.recovery.inputs import DimensionPool, SimUser, load_pool, load_users
 from memprobe_engine.recovery.rollout import RolloutSettings
-from memprobe_engine.recovery.scoring import Mode
 from memprobe_engine.recovery.unit import UnitContext, run_unit, tasks_for
 from memprobe_engine.recovery.provenance_inputs import PROMPT_MODULES, input_hashes
 
@@ -110,8 +110,9 @@ class RecoveryRun:
         return self.plan.config(llm_config.resolved())
 
     def resume_config(self, record: Path, previous: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
-        if previous.get("framing") == "embedded" and "recovery_judge" not in previous \
-                and config.get("recovery_judge") is not None:
+        before, now = RecoveryConfig.of(previous), RecoveryConfig.of(config)
+        if before.framing == "embedded" and "recovery_judge" not in before.model_fields_set \
+                and "recovery_judge" in now.model_fields_set:
             # Made when the embedded framing's default judge was the model: one run keeps one judge.
             raise RecordingError(f"{record} was judged by the recovery_judge model (made before the calibrated "
                                  f"judge became --framing embedded's default); resume it with the same flags plus "

@@ -15,7 +15,7 @@ import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import orjson
 from pydantic import BaseModel
@@ -28,6 +28,7 @@ from memprobe_engine.llm.types import SamplingParams
 from memprobe_engine.memory.base import MemorySystem
 from memprobe_engine.recovery import prompts, prompts_embedded
 from memprobe_engine.recovery.cross_judge import cross_judge
+from memprobe_engine.recovery.config import Mode
 from memprobe_engine.recovery.framing import DEFAULT_FRAMING, Framing
 from memprobe_engine.recovery.inputs import CATEGORY_GUIDE, BankEntry, PoolDimension, retrieve_query
 from memprobe_engine.recovery.judge_kind import MODEL_JUDGE, calibrated_name
@@ -37,7 +38,6 @@ from memprobe_engine.recovery.schemas import JudgeVerdict, SlotFillAnswer
 if TYPE_CHECKING:
     from memprobe_engine.llm.client import ChatClient, ChatOutcome
 
-Mode = Literal["dump_all", "retrieve"]
 RETRIEVE_K = 5
 #: Characters per token assumed when checking whether a store fits the reader's context. English
 #: JSON runs near 4; 3 errs on the side of calling a borderline store an overflow.

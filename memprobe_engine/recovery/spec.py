@@ -19,6 +19,7 @@ from memprobe_engine.errors import ConfigError
 from memprobe_engine.events.header import RecordingHeader
 from memprobe_engine.protocol_spec import (OWN_LAYER, CompareRequest, PlannedRun, ProtocolOptions, ProtocolSpec,
                                            ReportRequest, RunCommon, checked_layers)
+from memprobe_engine.recovery.config import RecoveryConfig
 from memprobe_engine.run_flags import csv_names, system_names
 
 if TYPE_CHECKING:
@@ -57,6 +58,7 @@ class RecoverySpec(ProtocolSpec):
     name = "recovery"
     title = "protocol A: hidden user-state recovery"
     options = RecoveryOptions
+    config_model = RecoveryConfig
     tui = "memprobe_tui.recovery.entry"
     after_steps = "after rollout"
     final_step = "recovery"
@@ -184,13 +186,14 @@ class RecoverySpec(ProtocolSpec):
 
     def estimate_of(self, recording: Path, header: RecordingHeader) -> CostEstimate | None:
         from memprobe_engine.recovery.estimate import estimate_recovery, plan_from_config
-        from memprobe_engine.recovery.outcome_shares import header_specs, measure_shares
+        from memprobe_engine.recovery.outcome_shares import measure_shares
 
-        plan = plan_from_config(header.config)
+        config = RecoveryConfig.of(header)
+        plan = plan_from_config(config)
         if plan is None:
             return None
         # Branch shares from the recordings beside it, never its own: the estimate the run could have had.
-        shares = measure_shares([recording.parent], header_specs(header.config),
+        shares = measure_shares([recording.parent], config.models.specs(),
                                 fixed_dialogues=plan.dialogues is not None, framing=plan.settings.framing,
                                 exclude=recording)
         return estimate_recovery(plan, shares)

@@ -20,7 +20,8 @@ from memprobe_engine.recovery.attribution import Stage0Cache, attribute
 from memprobe_engine.recovery.fixed_dialogues import FixedDialogues, replay_episode
 from memprobe_engine.recovery.inputs import DimensionPool, SimUser, Task
 from memprobe_engine.recovery.rollout import Episode, RolloutSettings, run_episode
-from memprobe_engine.recovery.scoring import Mode, score_dimension
+from memprobe_engine.recovery.config import Mode
+from memprobe_engine.recovery.scoring import score_dimension
 
 if TYPE_CHECKING:
     from memprobe_engine.llm.client import ChatClient

@@ -15,6 +15,7 @@ import orjson
 
 from memprobe_engine.errors import RecordingError
 from memprobe_engine.events.header import EVENTS_FILE, HEADER_FILE, read_header
+from memprobe_engine.events.header_config import HeaderConfig
 from memprobe_engine.replay.session import writer_alive
 
 _TAIL = 1 << 16
@@ -63,16 +64,15 @@ def describe_recording(path: Path) -> RecordingEntry:
     size = events.stat().st_size if events.exists() else 0
     try:
         header = read_header(path)
+        config = HeaderConfig.of(header)
     except RecordingError as err:
         return RecordingEntry(path, path.name, "?", os.path.getmtime(path), (), None, "unreadable", size, str(err))
-    config = header.config
     _, status = last_event_kind(events)
     if status is None:
         status = "running" if writer_alive(path) else "incomplete"
-    users = config.get("users")
     return RecordingEntry(path=path, run_id=header.run_id, suite=header.suite, created=header.created,
-                          systems=tuple(str(s) for s in config.get("systems") or ()),
-                          users=len(users) if isinstance(users, list) else None, status=status, size_bytes=size)
+                          systems=tuple(config.systems), users=len(config.users) if config.users is not None else None,
+                          status=status, size_bytes=size)
 
 
 def list_recordings(folder: Path | str) -> list[RecordingEntry]:

@@ -19,7 +19,7 @@ import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar, overload
 
 from memprobe_engine.events.reader import DamagedEvent, RecordingReader
 from memprobe_engine.events.spans import SpanTree
@@ -233,7 +233,11 @@ def _validated(reader: RecordingReader, line: int, data: dict[str, Any]) -> AnyE
         return None
 
 
-def _intern(value: object) -> Any:
+@overload
+def _intern(value: str) -> str: ...
+@overload
+def _intern(value: object) -> object: ...
+def _intern(value: object) -> object:
     # The same user, system and dimension names repeat on every span: share one string object.
     return sys.intern(value) if isinstance(value, str) else value
 

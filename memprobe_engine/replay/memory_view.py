@@ -10,6 +10,7 @@ from typing import Any
 
 import orjson
 
+from memprobe_engine.events.header_config import HeaderConfig
 from memprobe_engine.events.memory import MemoryOp, MemorySnapshot
 from memprobe_engine.memory.timeline import Items
 from memprobe_engine.replay.session import ReplaySession
@@ -112,7 +113,7 @@ def store_view(session: ReplaySession, unit: str, system: str, after_seq: int, b
 
 def store_note(session: ReplaySession) -> str | None:
     """What the memory view must say about the recording's store history, if anything."""
-    if session.header.config.get("source") == "release-a":
+    if HeaderConfig.of(session.header).source == "release-a":
         return ("imported from the published release, which holds only each user's final store: it "
                 "appears once, after the last episode; there are no per-turn writes")
     return None

@@ -14,6 +14,7 @@ from typing import Any
 
 import orjson
 
+from memprobe_engine.events.header_config import HeaderConfig
 from memprobe_engine.events.reader import DamagedEvent
 from memprobe_engine.replay.index import SpanRec
 from memprobe_engine.replay.session import ReplaySession
@@ -73,8 +74,8 @@ def units(session: ReplaySession) -> list[UnitInfo]:
 
 def _units(session: ReplaySession) -> list[UnitInfo]:
     index = session.index
-    config = session.header.config
-    planned = [(str(u), str(s)) for s in (config.get("systems") or []) for u in (config.get("users") or [])]
+    config = HeaderConfig.of(session.header)
+    planned = [(u, s) for s in config.systems for u in config.users or []]
     seen = dict.fromkeys(planned)
     for key in index.units:
         seen.setdefault(key)

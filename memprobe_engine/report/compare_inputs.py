@@ -15,6 +15,7 @@ from pathlib import Path
 
 from memprobe_engine.errors import ConfigError
 from memprobe_engine.events.header import RecordingHeader, read_header
+from memprobe_engine.events.header_config import HeaderConfig
 
 #: Configuration keys that name the systems compared or one run's bookkeeping, never a difference.
 SYSTEM_KEYS = frozenset({"systems", "fingerprint", "shard", "input_protocols", "release_run",
@@ -61,12 +62,10 @@ def _flatten(value: object, prefix: str, out: dict[str, object]) -> None:
 def _config_view(header: RecordingHeader) -> dict[str, object]:
     """The configuration flattened to dotted keys; each role's model as its one spec string (the
     resolved fields — timeouts, retries, concurrency — say how it was called, not which model)."""
-    config = {k: v for k, v in header.config.items() if k not in SYSTEM_KEYS}
-    models = config.get("models")
-    roles = models.get("models") if isinstance(models, dict) else None
-    if isinstance(roles, dict):
-        config["models"] = {role: spec.get("spec", spec) if isinstance(spec, dict) else spec
-                            for role, spec in roles.items()}
+    config: dict[str, object] = {k: v for k, v in header.config.items() if k not in SYSTEM_KEYS}
+    if "models" in config:
+        config["models"] = {role: spec.spec if spec.spec is not None else spec.model_dump(exclude_unset=True)
+                            for role, spec in HeaderConfig.of(header).models.models.items()}
     flat: dict[str, object] = {}
     _flatten(config, "", flat)
     return flat

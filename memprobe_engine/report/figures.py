@@ -7,12 +7,16 @@ Agg backend is used (files only: no display needed over SSH).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 from memprobe_engine.errors import ConfigError
 
+if TYPE_CHECKING:  # the optional plots extra
+    from matplotlib.figure import Figure
 
-def pyplot() -> Any:
+
+def pyplot() -> ModuleType:
     try:
         import matplotlib
     except ModuleNotFoundError:
@@ -24,7 +28,7 @@ def pyplot() -> Any:
     return plt
 
 
-def save_figure(fig: Any, folder: Path, name: str) -> Path:
+def save_figure(fig: Figure, folder: Path, name: str) -> Path:
     path = folder / name
     fig.tight_layout()
     fig.savefig(path, dpi=120)

@@ -3,10 +3,12 @@ compare screen instead of the run overview; every other screen and key is the re
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from pathlib import Path
 
 from memprobe_engine.replay import ReplaySession
 from memprobe_tui.app import MemProbeApp
+from memprobe_tui.keymap import DEFAULT_KEYMAP
 from memprobe_tui.recovery.compare import CompareScreen
 
 
@@ -14,8 +16,9 @@ class CompareApp(MemProbeApp):
     """``session`` is the base run, ``other`` the run compared with it (each optionally one system)."""
 
     def __init__(self, *, session: ReplaySession, other: ReplaySession, base_system: str | None = None,
-                 other_system: str | None = None, **kwargs: Any) -> None:
-        super().__init__(session=session, **kwargs)
+                 other_system: str | None = None, live: Mapping[str, object] | None = None,
+                 keymap_path: Path | None = DEFAULT_KEYMAP, no_color: bool = False) -> None:
+        super().__init__(session=session, live=live, keymap_path=keymap_path, no_color=no_color)
         self.other = other
         self.base_system, self.other_system = base_system, other_system
 

@@ -13,6 +13,7 @@ from typing import ClassVar
 
 from textual.binding import Binding, BindingType
 
+from memprobe_engine.recovery.config import RecoveryConfig
 from memprobe_engine.recovery.read import ScoreBoard, score_board
 from memprobe_engine.replay import ReplaySession, UnitInfo, units
 from memprobe_tui.export import ExportDoc, table_doc
@@ -95,8 +96,8 @@ class OverviewScreen(RecordingOverview[Numbers]):
         created = dt.datetime.fromtimestamp(header.created).strftime("%Y-%m-%d")
         suite = "" if header.suite in header.run_id else f" ({header.suite})"
         # Said early in the title, so an 80-column terminal still shows that no live rollout ran.
-        source = header.config.get("dialogues")
-        fixed = f" · fixed dialogues ({source.get('system')})" if isinstance(source, dict) else ""
+        source = RecoveryConfig.of(header).dialogues
+        fixed = f" · fixed dialogues ({source.system})" if source is not None else ""
         runs = len(self.session.index.events("run_start")) if self.session.indexed else 0
         resumed = f" · {runs} runs (i: history)" if runs > 1 else ""  # a failed attempt, then its resume
         self.set_title(f"{state}{fixed}{resumed} · {len(self.session):,} events · {header.run_id}{suite} · {created}")

@@ -54,19 +54,23 @@ def test_every_seq_pointer_is_declared_on_its_model() -> None:
 
 
 
-def _header_documented() -> tuple[set[str], set[str]]:
-    """The fields the header section's two tables list: the header's, then (after the table headed
-    ``provenance field``) the provenance block's."""
+def _header_tables() -> dict[str, set[str]]:
+    """The fields each table of the header section lists, by the table's first column heading: the
+    header's (``field``), the provenance block's, then the config's shared and per-protocol keys."""
     text = DOC.read_text().split("## The header", 1)[1].split("\n## ", 1)[0]
-    header: set[str] = set()
-    provenance: set[str] = set()
-    current = header
+    tables: dict[str, set[str]] = {}
+    current: set[str] | None = None
     for line in text.splitlines():
-        if line.startswith("| provenance field"):
-            current = provenance
-        elif row := re.match(r"^\| `(\w+)` \|", line):
+        if line.startswith("| ") and not line.startswith(("| `", "| ---")):
+            current = tables.setdefault(line.split("|")[1].strip(), set())
+        elif current is not None and (row := re.match(r"^\| `(\w+)` \|", line)):
             current.add(row.group(1))
-    return header, provenance
+    return tables
+
+
+def _header_documented() -> tuple[set[str], set[str]]:
+    tables = _header_tables()
+    return tables["field"], tables["provenance field"]
 
 
 def test_every_header_and_provenance_field_is_documented() -> None:
@@ -75,3 +79,17 @@ def test_every_header_and_provenance_field_is_documented() -> None:
     header, provenance = _header_documented()
     assert set(RecordingHeader.model_fields) == header, set(RecordingHeader.model_fields) ^ header
     assert set(Provenance.model_fields) == provenance, set(Provenance.model_fields) ^ provenance
+
+
+def test_every_header_config_key_is_documented() -> None:
+    """Each typed config model's own keys are listed in its table (the shared ones once, in ``config key``)."""
+    from memprobe_engine.events.header_config import HeaderConfig
+    from memprobe_engine.paradigms.config import ParadigmConfig
+    from memprobe_engine.recovery.config import RecoveryConfig
+
+    tables = _header_tables()
+    shared = set(HeaderConfig.model_fields)
+    assert shared == tables["config key"], shared ^ tables["config key"]
+    for model, table in ((RecoveryConfig, "recovery config key"), (ParadigmConfig, "paradigms config key")):
+        own = {name for name in model.model_fields if name not in shared or name in tables[table]}
+        assert own == tables[table], own ^ tables[table]

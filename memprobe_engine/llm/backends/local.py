@@ -44,7 +44,7 @@ import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Any, AsyncIterator
+from typing import TYPE_CHECKING, Any, AsyncIterator
 
 from memprobe_engine.errors import ConfigError, LLMError
 from memprobe_engine.llm.backends.openai_compat import OpenAICompatBackend, ServerBackend
@@ -61,6 +61,9 @@ from memprobe_engine.llm.spec import (
     local_slots_default,
 )
 from memprobe_engine.llm.types import ChatRequest, ChatResult
+
+if TYPE_CHECKING:  # the embedded-model runtime (untyped: for the name only)
+    import xllamacpp
 
 log = logging.getLogger(__name__)
 
@@ -144,7 +147,7 @@ class EmbeddedServer:
     model_file: ModelFile
     start_seconds: float     # from constructing the server to /v1/models answering
     api_key: str
-    handle: Any              # the xllamacpp.Server; dropping the last reference stops it
+    handle: xllamacpp.Server | None  # the server; dropping the last reference stops it
     users: int = 0
     #: One gate per event loop that talks to the server (asyncio primitives belong to one loop).
     gates: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, RequestGate] = field(

@@ -19,10 +19,13 @@ import importlib
 import os
 from pathlib import Path
 from types import ModuleType
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from memprobe_engine.memory.adapters.base import LIBRARY_HTTP_TIMEOUT_S, LIBRARY_ROLE, LibraryAdapter, conversation
 from memprobe_engine.memory.base import Observation
+
+if TYPE_CHECKING:  # the optional mem0ai extra (untyped: for the name only)
+    from mem0 import Memory
 
 #: Vector size of the engine's embedder (all-MiniLM-L6-v2); the library is configured to match.
 EMBEDDING_DIMS = 384
@@ -40,7 +43,14 @@ class Mem0AI(LibraryAdapter):
     extra: ClassVar[str] = "mem0ai"
     content_field: ClassVar[str] = "memory"
 
-    _memory: Any = None
+    _memory: Memory | None = None
+
+    @property
+    def _open(self) -> Memory:
+        """The library's store (opened by ``_lib_reset``)."""
+        if self._memory is None:
+            raise RuntimeError("mem0ai: the store is used before _lib_reset opened it")
+        return self._memory
 
     def _prepare(self, stores_root: Path) -> None:
         os.environ["MEM0_TELEMETRY"] = "False"  # read when mem0 is imported: no posthog calls, ever
@@ -71,20 +81,20 @@ class Mem0AI(LibraryAdapter):
         # retries either — the engine's client behind the proxy retries).
         from openai import OpenAI
 
-        for holder in (self._memory.llm, self._memory.embedding_model):
+        for holder in (self._open.llm, self._open.embedding_model):
             holder.client = OpenAI(api_key=self.api_key, base_url=self.base_url, timeout=LIBRARY_HTTP_TIMEOUT_S,
                                    max_retries=0)
 
     def _lib_ingest(self, batch: list[Observation]) -> None:
-        self._memory.add(conversation(batch), user_id=self.user_id,
+        self._open.add(conversation(batch), user_id=self.user_id,
                          metadata={"task_index": batch[-1].task_index, "turn": batch[-1].turn})
 
     def _lib_search(self, query: str, k: int) -> list[tuple[str, dict[str, Any], float | None]]:
-        found = self._memory.search(query, filters={"user_id": self.user_id}, top_k=k)
+        found = self._open.search(query, filters={"user_id": self.user_id}, top_k=k)
         return [(str(hit["id"]), _fields(hit), hit.get("score")) for hit in found.get("results", [])]
 
     def _lib_dump(self) -> dict[str, dict[str, Any]]:
-        listed = self._memory.get_all(filters={"user_id": self.user_id}, top_k=100_000)
+        listed = self._open.get_all(filters={"user_id": self.user_id}, top_k=100_000)
         rows = sorted(listed.get("results", []), key=lambda row: (str(row.get("created_at")), str(row["id"])))
         return {str(row["id"]): _fields(row) for row in rows}
 

@@ -17,6 +17,7 @@ from typing import Any
 import pandas as pd
 
 from memprobe_engine.events.integrity import damage_warning
+from memprobe_engine.paradigms.config import ParadigmConfig
 from memprobe_engine.paradigms.read.queries import (
     EpisodeRow,
     episode_rows,
@@ -80,13 +81,14 @@ def _read(path: Path, layer: str | None) -> tuple[list[EpisodeRow], dict[str, An
     try:
         session.build_index()
         rows = episode_rows(session, layer=layer)
-        protocols = dict(session.header.config.get("input_protocols") or {})
+        config = ParadigmConfig.of(session.header)
+        protocols = dict(config.input_protocols)
         # The same whole-recording check as `recording verify`, the TUI banner and protocol A's report.
         report = session.integrity if session.integrity is not None else session.check()
         note = damage_warning(str(path), report)
         if note:
             warnings.append(note)
-        planned = [str(s) for s in (session.header.config.get("systems") or [])]
+        planned = list(config.systems)
         return rows, protocols, warnings, planned
     finally:
         session.close()

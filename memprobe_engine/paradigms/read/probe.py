@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from memprobe_engine.errors import MemProbeError
 from memprobe_engine.events.paradigms import ProbeAnswer
+from memprobe_engine.paradigms.config import ParadigmConfig
 from memprobe_engine.paradigms.read.queries import (
     ScoreCell,
     episode_steps,
@@ -76,7 +77,7 @@ def _load_suite(path: str) -> Suite:
 
 
 def _suite_folder(session: ReplaySession) -> Path | None:
-    named = session.header.config.get("sessions")
+    named = ParadigmConfig.of(session.header).sessions
     if not named:
         return None
     path = Path(str(named))
@@ -103,7 +104,7 @@ def probe_gold(session: ReplaySession, episode_id: str, system: str,
         return None, f"the recorded episode {episode_id} has no probe {probe_index}"
     folder = _suite_folder(session)
     if folder is None:
-        named = session.header.config.get("sessions")
+        named = ParadigmConfig.of(session.header).sessions
         why = f"the suite folder {named!r} named in the header is not reachable from here" if named else \
             "the episode span records no episode and the header names no suite folder"
         return None, f"gold not shown: {why}"

@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any, get_args
 
 from memprobe_engine.events.reader import DamagedEvent
+from memprobe_engine.events.header_config import HeaderConfig
+from memprobe_engine.paradigms.config import ParadigmConfig
 from memprobe_engine.replay.index import SpanRec
 from memprobe_engine.replay.queries import StepRef, step_events
 from memprobe_engine.replay.session import ReplaySession
@@ -35,7 +37,7 @@ PROBE_ABBREV: dict[str, str] = {
 def is_paradigm_recording(session: ReplaySession) -> bool:
     """Whether the recording is a protocol-B run (its header names the paradigm suite)."""
     header = session.header
-    return header.suite == PARADIGM_SUITE or header.config.get("suite") == PARADIGM_SUITE
+    return header.suite == PARADIGM_SUITE or HeaderConfig.of(header).suite == PARADIGM_SUITE
 
 
 @dataclass(frozen=True)
@@ -126,7 +128,7 @@ def _system_of(span: SpanRec) -> str:
 
 def paradigm_systems(session: ReplaySession) -> list[str]:
     """The systems of the run: those the header plans, then any the recording holds."""
-    planned = [str(s) for s in (session.header.config.get("systems") or [])]
+    planned = list(ParadigmConfig.of(session.header).systems)
     return list(dict.fromkeys(planned + [_system_of(s) for s in episode_spans(session)]))
 
 

@@ -14,6 +14,7 @@ from rich import box
 from rich.table import Table
 
 from memprobe_engine.paradigms import metrics as M
+from memprobe_engine.paradigms.config import ParadigmConfig
 from memprobe_engine.paradigms.read.frames import load_paradigm_frames
 from memprobe_engine.paradigms.reader_ablation import READER_LAYER_PREFIX
 from memprobe_engine.replay.session import ReplaySession
@@ -58,9 +59,9 @@ def run_reader(recordings: Sequence[Path]) -> str:
     for path in recordings:
         session = ReplaySession.open(Path(path))
         try:
-            models = (session.header.config.get("models") or {}).get("models") or {}
-            role = models.get("reader") or models.get("default") or {}
-            specs.append(str(role.get("spec") or "the run's reader"))
+            models = ParadigmConfig.of(session.header).models.models
+            role = models.get("reader") or models.get("default")
+            specs.append(str(role.spec if role is not None and role.spec else "the run's reader"))
         finally:
             session.close()
     return ", ".join(dict.fromkeys(specs)) or "the run's reader"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,6 +19,7 @@ import orjson
 
 from memprobe_engine.errors import RecordingError
 from memprobe_engine.events.header import HEADER_FILE, new_header
+from memprobe_engine.events.header_config import RealizeConfig, ResolvedModel
 from memprobe_engine.llm.cache import ResponseStore
 from memprobe_engine.llm.client import BackendFactory, ChatClient
 from memprobe_engine.llm.config import LLMConfig
@@ -72,16 +73,17 @@ def accepted_sessions(record: Path) -> dict[str, AcceptedSession]:
             for _, call, prompt, text in accepted_calls(record)}
 
 
-def _shapes_text(config: dict[str, Any]) -> dict[str, Any]:
+def _shapes_text(raw: Mapping[str, object]) -> dict[str, object]:
     """What decides the generated text: the realizer settings and which model plays each realizer
     role. A resumed run must match these; other parts of the resolved configuration (timeouts,
     concurrency, roles the realizer never calls) may differ between sessions of one run."""
-    roles = config.get("models", {}).get("models", {})
-    picked = {}
+    config = RealizeConfig.of(raw)
+    roles = config.models.models
+    picked: dict[str, tuple[str | None, str | None, str | None]] = {}
     for role in ("realizer", "realizer_strong"):
-        spec = roles.get(role) or roles.get("default") or {}
-        picked[role] = (spec.get("backend"), spec.get("model"), spec.get("base_url"))
-    return {"settings": config.get("settings"), "roles": picked}
+        spec = roles.get(role) or roles.get("default") or ResolvedModel()
+        picked[role] = (spec.backend, spec.model, spec.base_url)
+    return {"settings": config.settings, "roles": picked}
 
 
 async def realize_suite(request: RealizeRequest, llm_config: LLMConfig, *, cache: ResponseStore | None = None,
@@ -98,7 +100,7 @@ async def realize_suite(request: RealizeRequest, llm_config: LLMConfig, *, cache
     config["fingerprint"] = fingerprint(config)
 
     def check(previous_config: dict[str, Any]) -> None:
-        previous = previous_config.get("fingerprint")
+        previous = RealizeConfig.of(previous_config).fingerprint
         if previous != config["fingerprint"] and _shapes_text(previous_config) != _shapes_text(config):
             raise RecordingError(f"{record} was made with other settings or models (fingerprint {previous} ≠ "
                                  f"{config['fingerprint']}). Resume with the same flags, or pass another --out.")

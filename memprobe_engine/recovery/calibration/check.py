@@ -25,7 +25,8 @@ from memprobe_engine.report.compare_stats import level_index
 from memprobe_engine.recovery.calibration.cases import JudgedCase
 from memprobe_engine.recovery.framing import Framing
 from memprobe_engine.recovery.inputs import BankEntry
-from memprobe_engine.recovery.scoring import Mode, judge, slot_fill
+from memprobe_engine.recovery.config import Mode
+from memprobe_engine.recovery.scoring import judge, slot_fill
 
 if TYPE_CHECKING:
     from memprobe_engine.llm.client import ChatClient

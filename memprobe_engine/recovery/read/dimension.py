@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from memprobe_engine.errors import MemProbeError
 from memprobe_engine.events.memory import Retrieval
 from memprobe_engine.events.scoring import AttributionLabel, JudgeScore, SlotFill
+from memprobe_engine.recovery.config import RecoveryConfig
 from memprobe_engine.recovery.case_material import DialogueTurn, EvidenceTurn, ReadItem, SlotFillRead, slot_fill_read
 from memprobe_engine.recovery.case_material import evidence_turns as shared_evidence_turns
 from memprobe_engine.recovery.read.scores import ScorePair, score_pairs
@@ -90,7 +91,7 @@ class DimensionDetail:
 def resolve_sessions(session: ReplaySession) -> Path | None:
     """The sessions folder of the header, tried as given, from the working directory, then from the
     recording's parent folders (recordings are often moved next to their inputs)."""
-    named = session.header.config.get("sessions")
+    named = RecoveryConfig.of(session.header).sessions
     if not named:
         return None
     path = Path(str(named))
@@ -114,7 +115,7 @@ def load_target(session: ReplaySession, user_id: str, dimension: str,
     if recorded is not None:
         return recorded, None
     root = resolve_sessions(session)
-    named = session.header.config.get("sessions")
+    named = RecoveryConfig.of(session.header).sessions
     if root is None:
         why = (f"the sessions folder {named!r} named in the header is not reachable from here" if named
                else "the header names no sessions folder")

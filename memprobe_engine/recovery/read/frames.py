@@ -28,6 +28,7 @@ from memprobe_engine.events.recovery import EpisodeEnd, PreferenceJudgment
 from memprobe_engine.events.run import SpanBegin
 from memprobe_engine.events.scoring import AttributionLabel, JudgeScore, SlotFill
 from memprobe_engine.events.union import AnyEvent
+from memprobe_engine.recovery.config import RecoveryConfig
 from memprobe_engine.recovery.dialogue_source import description as fixed_description
 from memprobe_engine.recovery.outcomes import OutcomeFold
 
@@ -164,7 +165,7 @@ def _outcome_events(reader: RecordingReader) -> Iterator[Any]:
 def _read(path: Path, layer: str | None = None) -> _RecordingRows:
     rows = _RecordingRows(str(path), layer)
     with open_recording(path) as reader:
-        rows.fixed = fixed_description(reader.header.config)
+        rows.fixed = fixed_description(RecoveryConfig.of(reader.header))
         for event in _outcome_events(reader):
             rows.add(event)
         # The same whole-recording check as `recording verify`, the TUI banner and the browser.

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from memprobe_engine.recovery.config import RecoveryConfig
 from memprobe_engine.recovery.read.frames import ReportFrames, load_frames
 from memprobe_engine.recovery.read.render import print_tables
 from memprobe_engine.recovery.read.tables import build_tables, parse_table_names
@@ -59,7 +60,7 @@ def _print_detectable(console: Console, frames: ReportFrames) -> None:
     sds: dict[str, float | None] = {}
     for recording in usable["recording"].unique():
         with open_recording(Path(recording)) as reader:
-            sds[recording] = judge_error_sd(judge_of(reader.header.config))
+            sds[recording] = judge_error_sd(judge_of(RecoveryConfig.of(reader.header)))
     console.print("What these cases can detect")
     rows = [(system, recording, float(score), not is_unknown(str(label or "")))
             for system, recording, score, label in usable[["system", "recording", "score", "label"]].itertuples(
@@ -78,7 +79,7 @@ def _policy_footer(recordings: Sequence[Path]) -> str | None:
     for path in recordings:
         try:
             with open_recording(path) as reader:
-                policies[str(path)] = policy_of(reader.header.config)
+                policies[str(path)] = policy_of(RecoveryConfig.of(reader.header))
         except MemProbeError:
             continue  # load_frames has already named the problem
     return policy_footer(policies) if policies else None

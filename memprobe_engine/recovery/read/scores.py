@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from statistics import fmean
 from typing import Any
 
+from memprobe_engine.recovery.config import RecoveryConfig
 from memprobe_engine.recovery.dialogue_source import description
 from memprobe_engine.recovery.input_rules import Category
 from memprobe_engine.recovery.outcomes import JudgeRecord, Outcome, category_balanced
@@ -168,7 +169,7 @@ def _score_board(session: ReplaySession) -> ScoreBoard:
                 (found.user_id, found.system)):
             ends[(found.user_id, found.system)].append(end)
     # A fixed-dialogue run (memprobe run --dialogues) had no live rollout: A and C stay undefined, never 0.
-    live = description(session.header.config) is None
+    live = description(RecoveryConfig.of(session.header)) is None
     for key, rows in ends.items():
         units[key].episodes = len(rows)
         units[key].satisfied = sum(e.get("end_reason") == "satisfied" for e in rows)
