@@ -37,6 +37,7 @@ if TYPE_CHECKING:  # heavy or optional: only for the types
     from memprobe_engine.replay.index import IndexFold
     from memprobe_engine.replay.session import ReplaySession
     from memprobe_engine.replay.store_steps import Labelled
+    from memprobe_engine.report.compare_gate import Verdict
     from memprobe_engine.report.compare_inputs import Selection
 
 
@@ -156,6 +157,12 @@ class ProtocolSpec:
         """Print the judgment layers of ``recordings`` against their own judgments (``--layers``)."""
         raise ConfigError(f"memprobe compare --layers compares judgment layers, which {self.name} runs "
                           f"({self.title}) do not keep; memprobe report --layer NAME prints a layer of them.")
+
+    def gate(self, comparison: Mapping[str, object], rule: str) -> Verdict:
+        """``memprobe compare --fail-on RULE``: the verdict on what :meth:`compare` returned (``rule``
+        is one of ``report.compare_gate.GATES``, already checked)."""
+        raise ConfigError(f"--fail-on {rule}: {self.name} runs ({self.title}) have no CI gate; memprobe compare "
+                          f"without --fail-on shows their differences.")
 
     def layers(self, recordings: Sequence[Path]) -> list[str]:
         """The judgment layers ``recordings`` hold besides the run's own (``--layer`` may name them)."""

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from memprobe_engine.llm.usage_estimate import CostEstimate
     from memprobe_engine.replay.session import ReplaySession
     from memprobe_engine.replay.store_steps import Labelled
+    from memprobe_engine.report.compare_gate import Verdict
     from memprobe_engine.report.compare_inputs import Selection
 
 
@@ -117,6 +118,11 @@ class ParadigmSpec(ProtocolSpec):
         if request.plots is not None:
             say_written(console, R.compare_plots(result, request.plots), request.plots)
         return dict(result.as_dict())
+
+    def gate(self, comparison: Mapping[str, object], rule: str) -> Verdict:
+        from memprobe_engine.paradigms.read.compare_gate import gate
+
+        return gate(comparison, rule)
 
     def layers(self, recordings: Sequence[Path]) -> list[str]:
         from memprobe_engine.paradigms.read.report import recorded_layers

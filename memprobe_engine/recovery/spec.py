@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from memprobe_engine.replay.index import IndexFold
     from memprobe_engine.replay.session import ReplaySession
     from memprobe_engine.replay.store_steps import Labelled
+    from memprobe_engine.report.compare_gate import Verdict
     from memprobe_engine.report.compare_inputs import Selection
 
 
@@ -155,6 +156,11 @@ class RecoverySpec(ProtocolSpec):
         for table in R.layer_tables(result):
             console.print(table)
         return dict(result.as_dict())
+
+    def gate(self, comparison: Mapping[str, object], rule: str) -> Verdict:
+        from memprobe_engine.recovery.read.compare_gate import gate
+
+        return gate(comparison, rule)
 
     def layers(self, recordings: Sequence[Path]) -> list[str]:
         from memprobe_engine.recovery.read.compare_layers import layers_in
