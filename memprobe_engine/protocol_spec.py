@@ -28,6 +28,7 @@ from memprobe_engine.events.header import RecordingHeader
 if TYPE_CHECKING:  # heavy or optional: only for the types
     import pandas as pd
 
+    from memprobe_engine.exports.html_parts import HtmlSections
     from memprobe_engine.llm.cache import ResponseStore
     from memprobe_engine.llm.config import LLMConfig
     from memprobe_engine.llm.resolved import ResolvedProtocol
@@ -192,6 +193,13 @@ class ProtocolSpec:
     def estimate_of(self, recording: Path, header: RecordingHeader) -> CostEstimate | None:
         """The dry run's estimate of the job a finished recording describes (for its cost table)."""
         return None
+
+    def html_sections(self, session: ReplaySession, cases: Sequence[str]) -> HtmlSections:
+        """``memprobe export html``: the protocol's part of the page for the recording open in ``session``
+        (its index built) — the report's tables, an index of every case, the why-chain of each ``--case``
+        as the protocol names its cases (one that names none is a ConfigError giving the form)."""
+        raise ConfigError(f"memprobe export html: {self.name} runs ({self.title}) have no HTML page; "
+                          f"memprobe export otel writes their traces.")
 
 
 def checked_layers(spec: ProtocolSpec, recordings: Sequence[Path], names: Sequence[str]) -> list[str]:

@@ -22,6 +22,8 @@ from memprobe_engine.run_flags import csv_names, unique
 if TYPE_CHECKING:
     import pandas as pd
 
+    from memprobe_engine.exports.html_parts import HtmlSections
+
     from memprobe_engine.llm.usage_estimate import CostEstimate
     from memprobe_engine.replay.session import ReplaySession
     from memprobe_engine.replay.store_steps import Labelled
@@ -156,6 +158,12 @@ class ParadigmSpec(ProtocolSpec):
 
         plan = plan_from_config(header.config)
         return estimate_paradigms(plan) if plan is not None else None
+
+
+    def html_sections(self, session: ReplaySession, cases: Sequence[str]) -> HtmlSections:
+        from memprobe_engine.paradigms.read.html_case import html_sections
+
+        return html_sections(session, cases)
 
 
 SPEC = ParadigmSpec()

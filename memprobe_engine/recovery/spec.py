@@ -23,6 +23,8 @@ from memprobe_engine.run_flags import csv_names, system_names
 if TYPE_CHECKING:
     import pandas as pd
 
+    from memprobe_engine.exports.html_parts import HtmlSections
+
     from memprobe_engine.llm.usage_estimate import CostEstimate
     from memprobe_engine.replay.index import IndexFold
     from memprobe_engine.replay.session import ReplaySession
@@ -198,6 +200,12 @@ class RecoverySpec(ProtocolSpec):
                                 fixed_dialogues=plan.dialogues is not None, framing=plan.settings.framing,
                                 exclude=recording)
         return estimate_recovery(plan, shares)
+
+
+    def html_sections(self, session: ReplaySession, cases: Sequence[str]) -> HtmlSections:
+        from memprobe_engine.recovery.read.html_case import html_sections
+
+        return html_sections(session, cases)
 
 
 SPEC = RecoverySpec()
