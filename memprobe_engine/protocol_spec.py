@@ -28,6 +28,7 @@ from memprobe_engine.events.header import RecordingHeader
 if TYPE_CHECKING:  # heavy or optional: only for the types
     import pandas as pd
 
+    from memprobe_engine.exports.eee_record import EeeResults
     from memprobe_engine.exports.html_parts import HtmlSections
     from memprobe_engine.llm.cache import ResponseStore
     from memprobe_engine.llm.config import LLMConfig
@@ -193,6 +194,12 @@ class ProtocolSpec:
     def estimate_of(self, recording: Path, header: RecordingHeader) -> CostEstimate | None:
         """The dry run's estimate of the job a finished recording describes (for its cost table)."""
         return None
+
+    def eee_results(self, recording: Path, header: RecordingHeader) -> EeeResults:
+        """``memprobe export eee``: the recording's results in the terms of the Every Eval Ever format —
+        the benchmark's name and, per memory system, its aggregate scores and scored instances."""
+        raise ConfigError(f"memprobe export eee: {self.name} runs ({self.title}) have no Every Eval Ever "
+                          f"results; memprobe report {recording} prints what they measured.")
 
     def html_sections(self, session: ReplaySession, cases: Sequence[str]) -> HtmlSections:
         """``memprobe export html``: the protocol's part of the page for the recording open in ``session``

@@ -22,6 +22,7 @@ from memprobe_engine.run_flags import csv_names, unique
 if TYPE_CHECKING:
     import pandas as pd
 
+    from memprobe_engine.exports.eee_record import EeeResults
     from memprobe_engine.exports.html_parts import HtmlSections
 
     from memprobe_engine.llm.usage_estimate import CostEstimate
@@ -159,6 +160,11 @@ class ParadigmSpec(ProtocolSpec):
         plan = plan_from_config(header.config)
         return estimate_paradigms(plan) if plan is not None else None
 
+
+    def eee_results(self, recording: Path, header: RecordingHeader) -> EeeResults:
+        from memprobe_engine.paradigms.read.eee import eee_results
+
+        return eee_results(recording, header)
 
     def html_sections(self, session: ReplaySession, cases: Sequence[str]) -> HtmlSections:
         from memprobe_engine.paradigms.read.html_case import html_sections

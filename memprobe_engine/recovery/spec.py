@@ -23,6 +23,7 @@ from memprobe_engine.run_flags import csv_names, system_names
 if TYPE_CHECKING:
     import pandas as pd
 
+    from memprobe_engine.exports.eee_record import EeeResults
     from memprobe_engine.exports.html_parts import HtmlSections
 
     from memprobe_engine.llm.usage_estimate import CostEstimate
@@ -201,6 +202,11 @@ class RecoverySpec(ProtocolSpec):
                                 exclude=recording)
         return estimate_recovery(plan, shares)
 
+
+    def eee_results(self, recording: Path, header: RecordingHeader) -> EeeResults:
+        from memprobe_engine.recovery.read.eee import eee_results
+
+        return eee_results(recording, header)
 
     def html_sections(self, session: ReplaySession, cases: Sequence[str]) -> HtmlSections:
         from memprobe_engine.recovery.read.html_case import html_sections
