@@ -81,7 +81,14 @@ $(EXTRAS_STAMP): $(STAMP) pyproject.toml
 	$(BIN)/python -m pip install --quiet -e ".[local,dev,$(EXTRAS)]"
 	touch $@
 
-test: $(EXTRAS_STAMP)
+# The authority the Every Eval Ever export is checked against (tests/functional/test_export_eee.py): the
+# every-eval-ever 0.3.0 wheel from PyPI, whose JSON Schemas the test reads out of the zip. Fetched once
+# into .test-cache/ (ignored by git; sha256 pinned in tests/eee_wheel.py), never copied into the repository.
+EEE_WHEEL := .test-cache/every-eval-ever/every_eval_ever-0.3.0-py3-none-any.whl
+$(EEE_WHEEL): | $(STAMP)
+	$(BIN)/python tests/eee_wheel.py
+
+test: $(EXTRAS_STAMP) $(EEE_WHEEL)
 	MEMPROBE_REQUIRE_EXTRAS=1 $(BIN)/python -m pytest -q
 
 # The slow part of the libraries' acceptance (pytest marker `extras`): cognee in its own venv,
@@ -105,4 +112,4 @@ bench: $(STAMP)
 	$(BIN)/python bench/paradigm_ingest.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache
+	rm -rf $(VENV) .pytest_cache .test-cache

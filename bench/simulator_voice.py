@@ -182,7 +182,7 @@ async def run(layout: str, record: Path, limit: int | None, also: Sequence[Path]
 async def disclosure(recording: Path, record: Path) -> None:
     """Attribution stage 1 on every task of a live recording, whatever its score: the run asks it only
     for a failed case whose task stage 0 passed, so the recording alone says little per task."""
-    from memprobe_engine.recovery.framing import framing_of
+    from memprobe_engine.recovery.config import framing_of
     from memprobe_engine.recovery.schemas import DisclosureVerdict
 
     with open_recording(recording) as reader:

@@ -32,6 +32,8 @@ if TYPE_CHECKING:  # heavy or optional: only for the types
     import pandas as pd
     import typer
 
+    from memprobe_engine.report.eee_record import EeeResults
+    from memprobe_engine.report.html_parts import HtmlSections
     from memprobe_engine.llm.cache import ResponseStore
     from memprobe_engine.llm.config import LLMConfig
     from memprobe_engine.llm.resolved import ResolvedProtocol
@@ -41,6 +43,7 @@ if TYPE_CHECKING:  # heavy or optional: only for the types
     from memprobe_engine.replay.index import IndexFold
     from memprobe_engine.replay.session import ReplaySession
     from memprobe_engine.replay.store_steps import Labelled
+    from memprobe_engine.report.compare_gate import Verdict
     from memprobe_engine.report.compare_inputs import Selection
 
 
@@ -168,6 +171,12 @@ class ProtocolSpec:
         raise ConfigError(f"memprobe compare --layers compares judgment layers, which {self.name} runs "
                           f"({self.title}) do not keep; memprobe report --layer NAME prints a layer of them.")
 
+    def gate(self, comparison: Mapping[str, object], rule: str) -> Verdict:
+        """``memprobe compare --fail-on RULE``: the verdict on what :meth:`compare` returned (``rule``
+        is one of ``report.compare_gate.GATES``, already checked)."""
+        raise ConfigError(f"--fail-on {rule}: {self.name} runs ({self.title}) have no CI gate; memprobe compare "
+                          f"without --fail-on shows their differences.")
+
     def layers(self, recordings: Sequence[Path]) -> list[str]:
         """The judgment layers ``recordings`` hold besides the run's own (``--layer`` may name them)."""
         return []
@@ -214,6 +223,19 @@ class ProtocolSpec:
         field (``memprobe sessions validate``); empty when they load cleanly."""
         raise ConfigError(f"memprobe sessions validate has no checks for {self.name} inputs ({self.title}); "
                           f"memprobe run --suite {self.name} --dry-run reads them.")
+
+    def eee_results(self, recording: Path, header: RecordingHeader) -> EeeResults:
+        """``memprobe export eee``: the recording's results in the terms of the Every Eval Ever format —
+        the benchmark's name and, per memory system, its aggregate scores and scored instances."""
+        raise ConfigError(f"memprobe export eee: {self.name} runs ({self.title}) have no Every Eval Ever "
+                          f"results; memprobe report {recording} prints what they measured.")
+
+    def html_sections(self, session: ReplaySession, cases: Sequence[str]) -> HtmlSections:
+        """``memprobe export html``: the protocol's part of the page for the recording open in ``session``
+        (its index built) — the report's tables, an index of every case, the why-chain of each ``--case``
+        as the protocol names its cases (one that names none is a ConfigError giving the form)."""
+        raise ConfigError(f"memprobe export html: {self.name} runs ({self.title}) have no HTML page; "
+                          f"memprobe export otel writes their traces.")
 
 
 def checked_layers(spec: ProtocolSpec, recordings: Sequence[Path], names: Sequence[str]) -> list[str]:

@@ -71,20 +71,16 @@ def compare(
             written = export(bundle, folder, {fmt})
             console.print(f"wrote {len(written)} {fmt} file(s) to {folder}")
     if gate is not None:
-        _gate(console, bundle, gate)
+        _gate(console, recordings, bundle, gate)
 
 
-def _gate(console: Console, bundle: dict[str, object], gate: str) -> None:
-    """Print the gate's one line last (what a CI log shows) and exit 1 when it failed."""
-    import pandas as pd
+def _gate(console: Console, recordings: list[str], bundle: dict[str, object], gate: str) -> None:
+    """Print the gate's one line last (what a CI log shows) and exit 1 when it failed; the runs'
+    protocol judges its own comparison."""
+    from memprobe_engine.protocols import one_protocol
+    from memprobe_engine.report.compare_inputs import parse_selection
 
-    from memprobe_engine.report.compare_gate import gate_a, gate_b
-
-    frames = {k: v for k, v in bundle.items() if isinstance(v, pd.DataFrame)}
-    if "compare_metrics" in frames:
-        verdict = gate_b(frames["compare_metrics"], frames["compare_probes"], gate)
-    else:
-        verdict = gate_a(frames["compare_categories"], frames["compare_cases"], gate)
+    verdict = one_protocol([parse_selection(r).path for r in recordings]).gate(bundle, gate)
     console.print(escape(verdict.line), soft_wrap=True)
     if verdict.failed:
         raise typer.Exit(1)

@@ -12,7 +12,8 @@ from rich.console import Console
 from rich.markup import escape
 
 from memprobe_engine.errors import ConfigError
-from memprobe_engine.exports.registry import FORMATS, ExportJob, run_export
+from memprobe_engine.exports.job import ExportJob
+from memprobe_engine.exports.registry import FORMATS, run_export
 
 export_app = typer.Typer(help="Export a recording: " + "; ".join(f"{f.name}: {f.summary}" for f in FORMATS.values())
                          + ".", no_args_is_help=True)

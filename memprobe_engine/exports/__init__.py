@@ -7,7 +7,7 @@ OpenTelemetry traces (``otel``), a self-contained HTML page (``html``) and Every
 pandas and ``memprobe report`` never loads the HTML builder. Nothing here imports Textual.
 """
 
-from memprobe_engine.exports.registry import (FORMATS, ExportFormat, ExportJob, ExportResult, run_export,
-                                              write_frame_folders, write_frames)
+from memprobe_engine.exports.job import ExportJob, ExportResult
+from memprobe_engine.exports.registry import FORMATS, ExportFormat, run_export, write_frame_folders, write_frames
 
 __all__ = ["FORMATS", "ExportFormat", "ExportJob", "ExportResult", "run_export", "write_frame_folders", "write_frames"]

@@ -21,7 +21,7 @@ import orjson
 from memprobe_engine.errors import ConfigError, MemProbeError
 from memprobe_engine.exports.files import write_file
 from memprobe_engine.exports.otlp import Traces, recording_traces, trace_bytes
-from memprobe_engine.exports.registry import ExportJob, ExportResult, default_out
+from memprobe_engine.exports.job import ExportJob, ExportResult, default_out
 
 TRACES_PATH = "/v1/traces"
 HEADER_VARIABLES = ("OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS")

@@ -11,41 +11,15 @@ table itself is cheap to import from the report and the CLI.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memprobe_engine.errors import ConfigError
+from memprobe_engine.exports.job import ExportJob, ExportResult, default_out
 
 if TYPE_CHECKING:
     import pandas as pd
-
-
-@dataclass(frozen=True)
-class ExportJob:
-    """One export: the recordings it reads (or frames already built), where it writes, its options.
-
-    ``out`` None: the format's default next to the working directory (named after the recording).
-    ``frames``: for csv/parquet, the bundle to write (report and compare pass theirs); None reads
-    the recordings' report frames. ``content`` (otel): put message texts and memory records on the
-    spans. ``endpoint`` (otel): also POST the traces there. ``cases`` (html): ``USER:DIM`` cases
-    whose why-chain to include.
-    """
-
-    recordings: tuple[Path, ...] = ()
-    out: Path | None = None
-    frames: Mapping[str, pd.DataFrame] | None = None
-    content: bool = False
-    endpoint: str | None = None
-    cases: tuple[str, ...] = ()
-
-
-@dataclass
-class ExportResult:
-    """What a writer did: the files written and one line each about anything else (a POST)."""
-
-    written: list[Path] = field(default_factory=list)
-    lines: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -123,9 +97,3 @@ def write_frame_folders(bundle: Mapping[str, pd.DataFrame], folders: Mapping[str
             written = write_frames(bundle, folder, fmt)
             lines.append(f"wrote {len(written)} {fmt} file(s) to {folder}")
     return lines
-
-
-def default_out(job: ExportJob, suffix: str) -> Path:
-    """``<recording name><suffix>`` in the working directory (``run-1.html``, ``run-1-csv``)."""
-    name = job.recordings[0].resolve().name if job.recordings else "export"
-    return Path(f"{name}{suffix}")

@@ -26,9 +26,13 @@ if TYPE_CHECKING:
     import pandas as pd
     import typer
 
+    from memprobe_engine.report.eee_record import EeeResults
+    from memprobe_engine.report.html_parts import HtmlSections
+
     from memprobe_engine.llm.usage_estimate import CostEstimate
     from memprobe_engine.replay.session import ReplaySession
     from memprobe_engine.replay.store_steps import Labelled
+    from memprobe_engine.report.compare_gate import Verdict
     from memprobe_engine.report.compare_inputs import Selection
 
 
@@ -123,6 +127,11 @@ class ParadigmSpec(ProtocolSpec):
             say_written(console, R.compare_plots(result, request.plots), request.plots)
         return dict(result.as_dict())
 
+    def gate(self, comparison: Mapping[str, object], rule: str) -> Verdict:
+        from memprobe_engine.paradigms.read.compare_gate import gate
+
+        return gate(comparison, rule)
+
     def layers(self, recordings: Sequence[Path]) -> list[str]:
         from memprobe_engine.paradigms.read.report import recorded_layers
 
@@ -171,6 +180,17 @@ class ParadigmSpec(ProtocolSpec):
         from memprobe_engine.paradigms.validate import validate_suite
 
         return validate_suite(path)
+
+
+    def eee_results(self, recording: Path, header: RecordingHeader) -> EeeResults:
+        from memprobe_engine.paradigms.read.eee import eee_results
+
+        return eee_results(recording, header)
+
+    def html_sections(self, session: ReplaySession, cases: Sequence[str]) -> HtmlSections:
+        from memprobe_engine.paradigms.read.html_case import html_sections
+
+        return html_sections(session, cases)
 
 
 SPEC = ParadigmSpec()

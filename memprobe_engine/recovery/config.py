@@ -4,6 +4,8 @@ an import of the recovery release writes (``source`` ``release-a``), read throug
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from pydantic import BaseModel, ConfigDict
 
 from memprobe_engine.events.header_config import HeaderConfig
@@ -69,3 +71,15 @@ class RecoveryConfig(HeaderConfig):
     def imported(self) -> bool:
         """Whether the recording is an import (of the release), not a run of ours."""
         return bool(self.source)
+
+
+def framing_of(config: RecoveryConfig | Mapping[str, object]) -> Framing:
+    """The framing a recording was made under (``release`` when its header names none)."""
+    return (config if isinstance(config, RecoveryConfig) else RecoveryConfig.of(config)).framing
+
+
+def policy_of(config: RecoveryConfig | Mapping[str, object]) -> ExclusionPolicy:
+    """The policy a recording was made under, from its header config: ``policy`` when recorded; an
+    imported release run is the release's own (``paper``); older recordings of ours behaved as
+    ``audit`` (both upgrades: ``events/header_upgrade.py``)."""
+    return (config if isinstance(config, RecoveryConfig) else RecoveryConfig.of(config)).policy

@@ -22,13 +22,12 @@ recording's own framing.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Literal
 
 from memprobe_engine.errors import ConfigError
 
 if TYPE_CHECKING:
-    from memprobe_engine.recovery.config import RecoveryConfig
+    pass
 
 Framing = Literal["release", "embedded"]
 FRAMINGS: tuple[Framing, ...] = ("release", "embedded")
@@ -41,10 +40,3 @@ def check_framing(name: str, *, where: str = "--framing") -> Framing:
             return framing
     raise ConfigError(f"{where} {name!r}: use release (the recovery release's prompt layout) or embedded (the same "
                       f"content framed for a small model; docs/protocol-a.md).")
-
-
-def framing_of(config: RecoveryConfig | Mapping[str, object]) -> Framing:
-    """The framing a recording was made under (``release`` when its header names none)."""
-    from memprobe_engine.recovery.config import RecoveryConfig
-
-    return (config if isinstance(config, RecoveryConfig) else RecoveryConfig.of(config)).framing

@@ -22,14 +22,13 @@ reach satisfaction, it is excluded from A; under ``audit`` the episode ends ther
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Literal
 
 from memprobe_engine.errors import ConfigError
 from memprobe_engine.llm.structured import StructuredOutputError, extract_json
 
 if TYPE_CHECKING:
-    from memprobe_engine.recovery.config import RecoveryConfig
+    pass
 
 ExclusionPolicy = Literal["paper", "audit"]
 POLICIES: tuple[ExclusionPolicy, ...] = ("paper", "audit")
@@ -73,14 +72,6 @@ def release_user_text(raw_text: str) -> str:
     text = value.get("text") if isinstance(value, dict) else None
     return str(text).strip() if isinstance(text, str) else ""
 
-
-def policy_of(config: RecoveryConfig | Mapping[str, object]) -> ExclusionPolicy:
-    """The policy a recording was made under, from its header config: ``policy`` when recorded; an
-    imported release run is the release's own (``paper``); older recordings of ours behaved as
-    ``audit`` (both upgrades: ``events/header_upgrade.py``)."""
-    from memprobe_engine.recovery.config import RecoveryConfig
-
-    return (config if isinstance(config, RecoveryConfig) else RecoveryConfig.of(config)).policy
 
 
 #: One line each, for the footer under a report table (fits 100 columns).

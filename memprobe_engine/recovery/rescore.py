@@ -27,11 +27,13 @@ from memprobe_engine.orchestration.lifecycle import recorded_run
 from memprobe_engine.recovery.attribution import Stage0Cache, Stage0Verdict, attribute
 from memprobe_engine.recovery.case_material import DialogueTurn, retrieval_for_fill, slot_fill_read
 from memprobe_engine.recovery.config import Mode, RecoveryConfig
-from memprobe_engine.recovery.framing import Framing, framing_of
+from memprobe_engine.recovery.framing import Framing
+from memprobe_engine.recovery.config import framing_of
 from memprobe_engine.recovery.inputs import BankEntry, PoolDimension
 from memprobe_engine.recovery.judge_kind import judge_of
 from memprobe_engine.recovery.outcomes import OutcomeFold
-from memprobe_engine.recovery.policy import ExclusionPolicy, policy_of
+from memprobe_engine.recovery.policy import ExclusionPolicy
+from memprobe_engine.recovery.config import policy_of
 from memprobe_engine.recovery.prompts import Turn
 from memprobe_engine.recovery.rescore_contract import RescoreRequest, RescoreSink
 from memprobe_engine.recovery.scoring import TextSink, judge, slot_fill

@@ -26,10 +26,14 @@ if TYPE_CHECKING:
     import pandas as pd
     import typer
 
+    from memprobe_engine.report.eee_record import EeeResults
+    from memprobe_engine.report.html_parts import HtmlSections
+
     from memprobe_engine.llm.usage_estimate import CostEstimate
     from memprobe_engine.replay.index import IndexFold
     from memprobe_engine.replay.session import ReplaySession
     from memprobe_engine.replay.store_steps import Labelled
+    from memprobe_engine.report.compare_gate import Verdict
     from memprobe_engine.report.compare_inputs import Selection
 
 
@@ -160,6 +164,11 @@ class RecoverySpec(ProtocolSpec):
             console.print(table)
         return dict(result.as_dict())
 
+    def gate(self, comparison: Mapping[str, object], rule: str) -> Verdict:
+        from memprobe_engine.recovery.read.compare_gate import gate
+
+        return gate(comparison, rule)
+
     def layers(self, recordings: Sequence[Path]) -> list[str]:
         from memprobe_engine.recovery.read.compare_layers import layers_in
 
@@ -210,6 +219,17 @@ class RecoverySpec(ProtocolSpec):
         from memprobe_engine.recovery.inputs import validate_sessions
 
         return validate_sessions(path)
+
+
+    def eee_results(self, recording: Path, header: RecordingHeader) -> EeeResults:
+        from memprobe_engine.recovery.read.eee import eee_results
+
+        return eee_results(recording, header)
+
+    def html_sections(self, session: ReplaySession, cases: Sequence[str]) -> HtmlSections:
+        from memprobe_engine.recovery.read.html_case import html_sections
+
+        return html_sections(session, cases)
 
 
 SPEC = RecoverySpec()

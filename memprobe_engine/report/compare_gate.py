@@ -1,17 +1,19 @@
 """The CI gate of ``memprobe compare --fail-on``: did OTHER get worse than BASE, and by more than noise?
 
-``regression`` fails when a paired 95 % interval lies wholly below 0: ΔB (category-balanced, either
-access mode) of protocol A — its bootstrap over the paired users — or Δaccuracy of protocol B — its
-episode bootstrap. An interval needs at least two paired users (episodes); with fewer the gate
-cannot call anything significant and passes, saying so. ``any-regressed`` fails when any single
-case (protocol A) or probe (protocol B) got worse, noise or not. The verdict is one line for a CI
-log; the numbers are the comparison's own (``compare_a.py``, ``compare_b.py``).
+What is shared by every protocol lives here: the rules ``--fail-on`` takes, the :class:`Verdict` (one
+line for a CI log), and the interval test. Each protocol applies a rule to its own comparison through
+:meth:`~memprobe_engine.protocol_spec.ProtocolSpec.gate` (protocol A: ``recovery/read/compare_gate.py``,
+protocol B: ``paradigms/read/compare_gate.py``); a protocol without a gate refuses ``--fail-on``.
+
+``regression`` fails when a paired 95 % interval lies wholly below 0. An interval needs at least two
+paired units (users, episodes); with fewer the gate cannot call anything significant and passes,
+saying so. ``any-regressed`` fails when any single case got worse, noise or not.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import pandas as pd
@@ -38,13 +40,22 @@ def check_gate(name: str) -> str:
     return name
 
 
+def frame(comparison: Mapping[str, object], name: str) -> pd.DataFrame:
+    """The frame ``name`` of a comparison's plain data (what ``ProtocolSpec.compare`` returned)."""
+    found = comparison.get(name)
+    if not isinstance(found, pd.DataFrame):
+        raise ConfigError(f"--fail-on: the comparison has no {name} table to gate on.")
+    return found
+
+
 def _fmt(delta: float, low: float, high: float) -> str:
     return f"{delta:+.3f} [95% CI {low:+.3f}, {high:+.3f}]"
 
 
-def _interval_gate(rows: pd.DataFrame, what: Callable[[dict[str, object]], str], delta: str, paired: str,
-                   unit: str) -> Verdict:
-    """Shared by both protocols: rows with ``delta``, ``ci_low``, ``ci_high`` and a paired count."""
+def interval_gate(rows: pd.DataFrame, what: Callable[[dict[str, object]], str], delta: str, paired: str,
+                  unit: str) -> Verdict:
+    """The ``regression`` rule on rows with ``delta``, ``ci_low``, ``ci_high`` and a paired count
+    (column ``paired``, counted in ``unit``s); ``what`` names a row in the verdict."""
     usable = rows[[not math.isnan(float(v)) for v in rows["ci_high"]]] if len(rows) else rows
     usable = usable[usable[paired].astype(int) >= MIN_PAIRED] if len(usable) else usable
     if not len(usable):
@@ -57,32 +68,3 @@ def _interval_gate(rows: pd.DataFrame, what: Callable[[dict[str, object]], str],
     if len(worse):
         return Verdict(True, f"FAIL: significant regression: {'; '.join(described)} (interval below 0)")
     return Verdict(False, f"PASS: no significant regression: {'; '.join(described)}")
-
-
-def gate_a(categories: pd.DataFrame, cases: pd.DataFrame, name: str) -> Verdict:
-    """Protocol A's verdict from the comparison's categories and cases frames."""
-    if name == "any-regressed":
-        regressed = cases[cases["change"] == "regressed"]
-        if len(regressed):
-            first = regressed.iloc[0]
-            return Verdict(True, f"FAIL: {len(regressed)} case(s) regressed, e.g. {first['user_id']}:"
-                                 f"{first['dimension']} ({first['mode']}) {float(first['base_score']):.2f} → "
-                                 f"{float(first['other_score']):.2f}")
-        return Verdict(False, f"PASS: no case regressed ({len(cases)} compared)")
-    rows = categories[categories["category"] == "B"]
-    return _interval_gate(rows, lambda r: f"ΔB {r['mode']} {r['base_system']}→{r['other_system']}", "delta_B",
-                          "users", "user")
-
-
-def gate_b(metrics: pd.DataFrame, probes: pd.DataFrame, name: str) -> Verdict:
-    """Protocol B's verdict from the comparison's metrics and probes frames."""
-    if name == "any-regressed":
-        lost = probes[probes["change"] == "lost"]
-        if len(lost):
-            first = lost.iloc[0]
-            return Verdict(True, f"FAIL: {len(lost)} probe(s) regressed, e.g. {first['episode_id']} probe "
-                                 f"{first['probe_index']} ({first['probe_type']})")
-        return Verdict(False, f"PASS: no probe regressed ({len(probes)} compared)")
-    rows = metrics[metrics["metric"] == "accuracy"]
-    return _interval_gate(rows, lambda r: f"Δaccuracy {r['base_system']}→{r['other_system']}", "delta", "episodes",
-                          "episode")

@@ -80,6 +80,21 @@ def test_it_reports_and_compares_through_the_shared_commands(site: Path, runs: t
     assert "longctx_full: recall@k" in compared.stdout and "→ 1.000" in compared.stdout
 
 
+def test_the_exports_it_cannot_give_say_so_in_one_line(site: Path, runs: tuple[Path, Path], tmp_path: Path) -> None:
+    first, second = runs
+    traces = memprobe(site, "export", "otel", str(first), "--out", str(tmp_path / "k.otlp.json"))
+    assert traces.returncode == 0, traces.stderr  # traces are every protocol's: the recording's own spans
+    assert orjson.loads((tmp_path / "k.otlp.json").read_bytes())["resourceSpans"]
+    for args, says in ((("export", "eee", str(first)), "have no Every Eval Ever results"),
+                       (("export", "html", str(first)), "have no HTML page"),
+                       (("export", "csv", str(first)), "have no report frames to export"),
+                       (("compare", str(first), str(second), "--fail-on", "regression"), "have no CI gate")):
+        done = memprobe(site, *args)
+        assert done.returncode == 2 and done.stderr.count("\n") == 1 and says in done.stderr, (args, done.stderr)
+        assert done.stderr.startswith("error: ") and "keyrecall runs (keyrecall: " in done.stderr
+    assert not any(REPO.glob("k2*"))  # nothing half-written where the default output would go
+
+
 def test_its_options_are_its_own(site: Path, tmp_path: Path) -> None:
     unknown = memprobe(site, "run", "--suite", "keyrecall", "--record", str(tmp_path / "x"), "-P", "turns=3")
     assert unknown.returncode == 2 and "has no option 'turns' (its options: facts, k)" in unknown.stderr

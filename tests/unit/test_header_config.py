@@ -17,9 +17,9 @@ from memprobe_engine.orchestration.resume import fingerprint
 from memprobe_engine.paradigms.config import ParadigmConfig
 from memprobe_engine.protocols import spec_for, typed_config
 from memprobe_engine.recovery.config import RecoveryConfig
-from memprobe_engine.recovery.framing import framing_of
+from memprobe_engine.recovery.config import framing_of
 from memprobe_engine.recovery.judge_kind import judge_of
-from memprobe_engine.recovery.policy import policy_of
+from memprobe_engine.recovery.config import policy_of
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = sorted(p.parent for p in [*(ROOT / "recordings").glob("**/header.json"),

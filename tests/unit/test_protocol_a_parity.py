@@ -25,7 +25,8 @@ from memprobe_engine.memory.nomem import NoMemory
 from memprobe_engine.recovery import prompts
 from memprobe_engine.recovery.input_rules import CATEGORY_GUIDE, Category, retrieve_query
 from memprobe_engine.recovery.inputs import SimUser, load_user
-from memprobe_engine.recovery.policy import check_policy, policy_of, release_label
+from memprobe_engine.recovery.policy import check_policy, release_label
+from memprobe_engine.recovery.config import policy_of
 from memprobe_engine.recovery.rollout import RolloutSettings, run_episode
 from memprobe_engine.recovery.schemas import SimulatorReply
 from tests.doubles import BagOfWordsEmbedder, ScriptedBackend, temp_recording

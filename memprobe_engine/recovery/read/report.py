@@ -73,7 +73,8 @@ def _policy_footer(recordings: Sequence[Path]) -> str | None:
     """Which exclusion policy the recordings were scored under (from their headers)."""
     from memprobe_engine.errors import MemProbeError
     from memprobe_engine.events.reader import open_recording
-    from memprobe_engine.recovery.policy import policy_footer, policy_of
+    from memprobe_engine.recovery.policy import policy_footer
+    from memprobe_engine.recovery.config import policy_of
 
     policies = {}
     for path in recordings:

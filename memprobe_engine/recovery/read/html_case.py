@@ -1,23 +1,22 @@
-"""The why-chain of one case as HTML: for protocol A one (user, system, dimension) — the hidden
-target and task, the transcript with its evidence turns, the store the slot-filler read at the fill
-with diff marks against the store before the dimension's episode, per access mode what was retrieved
-(top-k), the fill, the judge's score and reason, the attribution stages and label; for protocol B
-one (episode, system) — its probes with the question, what the reader saw, the answer and the score.
+"""Protocol A's part of ``memprobe export html``: the report's tables, the index of every (user,
+dimension, system, mode) case, and the why-chain of each ``--case USER:DIM[:SYSTEM]``.
 
-Every recorded text is untrusted (a user's words, a model's output, item fields) and goes through
-:func:`esc` — the only way text enters the page. The queries are the TUI's (``replay/``), so the
-page shows what the dimension inspector shows.
+A why-chain holds the hidden target and task, the transcript with its evidence turns, the store the
+slot-filler read at the fill with diff marks against the store before the dimension's episode, per
+access mode what was retrieved (top-k), the fill, the judge's score and reason, the attribution
+stages and label. The queries are the TUI's (``read/dimension.py``, ``replay/``), so the page shows
+what the dimension inspector shows; every recorded text goes through ``esc``.
 """
 
 from __future__ import annotations
 
-import html
+from collections.abc import Sequence
 
-import orjson
-
-from memprobe_engine.events.paradigms import ProbeAnswer, ProbeScore
-from memprobe_engine.recovery.read.dimension import DimensionDetail, ModeDetail
-from memprobe_engine.replay.memory_view import StoreView, item_text
+from memprobe_engine.errors import MemProbeError
+from memprobe_engine.report.html_parts import (Capture, HtmlSections, IndexRow, anchor, case_index, cut, esc, pick,
+                                                printed_html, score_text)
+from memprobe_engine.recovery.read.dimension import DimensionDetail, ModeDetail, dimension_detail
+from memprobe_engine.replay.memory_view import StoreView, item_text, store_view
 from memprobe_engine.replay.queries import step_messages
 from memprobe_engine.replay.session import ReplaySession
 
@@ -25,21 +24,8 @@ from memprobe_engine.replay.session import ReplaySession
 MARKS = {"+": ("added", "+ added since the dimension's episode began"),
          "~": ("updated", "~ updated since the dimension's episode began"),
          "-": ("deleted", "- deleted since the dimension's episode began"), " ": ("same", "in the store before it")}
-#: Longest item text shown in full; longer ones are cut with a note (the recording has all of it).
-ITEM_CHARS = 1200
-
-
-def esc(value: object) -> str:
-    """``value`` as HTML text: every ``<``, ``&``, quote escaped."""
-    return html.escape("" if value is None else str(value), quote=True)
-
-
-def _score(value: float | None) -> str:
-    return "–" if value is None else f"{value:.2f}"
-
-
-def _cut(text: str) -> str:
-    return text if len(text) <= ITEM_CHARS else f"{text[:ITEM_CHARS]}… ({len(text) - ITEM_CHARS:,} more characters)"
+#: The index's columns.
+HEAD = ("user", "dimension", "system", "mode", "score", "attribution")
 
 
 def transcript(session: ReplaySession, detail: DimensionDetail) -> str:
@@ -69,7 +55,7 @@ def store_table(view: StoreView, read: set[str]) -> str:
         css, label = MARKS.get(row.mark, ("same", row.mark))
         retrieved = " · retrieved" if row.item_id in read else ""
         rows.append(f"<tr class='{css}'><td class='mark'>{esc(row.mark.strip() or '·')}</td>"
-                    f"<td class='id'>{esc(row.item_id)}</td><td>{esc(_cut(item_text(row.item)))}"
+                    f"<td class='id'>{esc(row.item_id)}</td><td>{esc(cut(item_text(row.item)))}"
                     f"<div class='why'>{esc(label)}{esc(retrieved)}</div></td></tr>")
     if not rows:
         return head + "<p class='note'>The store was empty.</p>"
@@ -83,8 +69,8 @@ def mode_section(mode: ModeDetail) -> str:
     if mode.retrieval is not None:
         parts.append(f"<p><b>Query</b> (k={mode.retrieval.k}): {esc(mode.retrieval.query)}</p>")
     if mode.retrieved:
-        items = "".join(f"<li><span class='id'>{esc(item_id)}</span> <span class='num'>{_score(score)}</span> "
-                        f"{esc(_cut(item_text(item)) if item else '(not in the rebuilt store)')}</li>"
+        items = "".join(f"<li><span class='id'>{esc(item_id)}</span> <span class='num'>{score_text(score)}</span> "
+                        f"{esc(cut(item_text(item)) if item else '(not in the rebuilt store)')}</li>"
                         for item_id, score, item in mode.retrieved)
         title = "Top-k retrieved" if mode.mode == "retrieve" else "Read by the slot-filler (the whole store)"
         parts.append(f"<p><b>{title}</b> ({len(mode.retrieved)}):</p><ol class='topk'>{items}</ol>")
@@ -96,13 +82,13 @@ def mode_section(mode: ModeDetail) -> str:
                      f"<p class='reason'>{esc(fill.reason)}</p>")
     judge = mode.judge
     if judge is not None:
-        parts.append(f"<p><b>Judge</b>: score <span class='num'>{_score(judge.score)}</span>"
+        parts.append(f"<p><b>Judge</b>: score <span class='num'>{score_text(judge.score)}</span>"
                      f"{' (' + esc(judge.judge) + ')' if judge.judge else ''}"
                      f"{' excluded: ' + esc(judge.excluded) if judge.excluded else ''}</p>"
                      f"<p class='reason'>{esc(judge.reason)}</p>")
     if mode.pair is not None and mode.pair.latest is not None:
         parts.append(f"<p><b>Re-scored</b> ({mode.pair.rescores}×): <span class='num'>"
-                     f"{_score(mode.pair.latest.score)}</span></p><p class='reason'>{esc(mode.rescore_reason)}</p>")
+                     f"{score_text(mode.pair.latest.score)}</span></p><p class='reason'>{esc(mode.rescore_reason)}</p>")
     stages = mode.rescore_stages or mode.stages
     if stages:
         rows = "".join(f"<tr><td>{esc(s.stage)}</td><td>{esc(s.verdict)}</td><td>{esc(s.evidence)}</td>"
@@ -115,9 +101,9 @@ def mode_section(mode: ModeDetail) -> str:
 
 
 def case_section(session: ReplaySession, detail: DimensionDetail, view: StoreView | None) -> str:
-    """The whole why-chain of one protocol-A case."""
-    anchor = f"case-{detail.user_id}-{detail.system}-{detail.dimension}"
-    parts = [f"<section class='case' id='{esc(anchor)}'><h3>{esc(detail.user_id)} × {esc(detail.system)} · "
+    """The whole why-chain of one case."""
+    parts = [f"<section class='case' id='{esc(anchor(detail.user_id, detail.system, detail.dimension))}'>"
+             f"<h3>{esc(detail.user_id)} × {esc(detail.system)} · "
              f"{esc(detail.dimension)} <span class='cat'>({esc(detail.category)})</span></h3>"]
     if detail.target is not None:
         parts.append(f"<p><b>Hidden target</b>: <q>{esc(detail.target.short)}</q></p>"
@@ -139,23 +125,44 @@ def case_section(session: ReplaySession, detail: DimensionDetail, view: StoreVie
     return "".join(parts) + "</section>"
 
 
-def probe_section(episode: str, system: str, answers: list[ProbeAnswer], scores: dict[int, ProbeScore]) -> str:
-    """A protocol-B (episode, system): its probes, what the reader saw, answered and scored."""
-    parts = [f"<section class='case' id='{esc(f'case-{episode}-{system}')}'><h3>{esc(episode)} × {esc(system)}</h3>"]
-    for answer in answers:
-        seen = "".join(f"<li><span class='id'>{esc(r.id)}</span> <span class='num'>{_score(r.score)}</span> "
-                       f"{esc(_cut(r.text))}</li>" for r in answer.retrieved)
-        text = answer.answer_text if answer.answer_text is not None else (
-            orjson.dumps(answer.answer).decode() if answer.answer is not None else "")
-        score = scores.get(answer.probe_index)
-        verdict = (f"<p><b>Score</b>: <span class='num'>{_score(score.score)}</span>"
-                   f"{' excluded: ' + esc(score.exclusion_reason) if score.excluded else ''}</p>"
-                   f"<p class='reason'>{esc(score.reason)}</p>") if score is not None else \
-            "<p class='note'>not scored</p>"
-        error = f"<p class='flag'>error: {esc(answer.error)}</p>" if answer.error else ""
-        parts.append(f"<section class='mode'><h4>probe {answer.probe_index}: {esc(answer.probe_type)}</h4>"
-                     f"<p><b>Question</b>: {esc(answer.question)}</p>"
-                     + (f"<p><b>The reader saw</b> ({len(answer.retrieved)}):</p><ol class='topk'>{seen}</ol>"
-                        if seen else "")
-                     + f"<p><b>Answer</b>: <q>{esc(text)}</q></p>{error}{verdict}</section>")
-    return "".join(parts) + "</section>"
+def _chain(session: ReplaySession, user: str, dimension: str, system: str) -> str:
+    detail = dimension_detail(session, user, system, dimension)
+    view = None
+    if detail.fill_seq is not None:
+        first = detail.episode.steps[0].first_line if detail.episode and detail.episode.steps else None
+        start = session.event_or_none(first) if first is not None else None
+        try:
+            view = store_view(session, user, system, detail.fill_seq, (start.seq - 1) if start is not None else -1)
+        except MemProbeError:
+            view = None
+    return case_section(session, detail, view)
+
+
+def _parse(spec: str) -> tuple[str, str, str | None] | None:
+    parts = spec.split(":")
+    if len(parts) < 2 or len(parts) > 3 or not parts[1]:
+        return None
+    return parts[0], parts[1], parts[2] if len(parts) > 2 else None
+
+
+def html_sections(session: ReplaySession, cases: Sequence[str]) -> HtmlSections:
+    """The page's protocol-A part for the recording open in ``session`` (its index built)."""
+    from memprobe_engine.recovery.read.frames import load_frames
+    from memprobe_engine.recovery.read.render import print_tables
+    from memprobe_engine.recovery.read.tables import build_tables
+
+    frames = load_frames([session.directory])
+    capture = Capture()
+    print_tables(build_tables(frames), capture)
+    labels = {(r["user_id"], r["system"], r["dimension"], r["mode"]): str(r["label"])
+              for r in frames.attribution.to_dict("records")}
+    rows = [IndexRow(str(r["user_id"]), str(r["dimension"]), str(r["system"]),
+                     None if r["score"] != r["score"] else float(r["score"]),
+                     labels.get((r["user_id"], r["system"], r["dimension"], r["mode"]), str(r["excluded"] or "")),
+                     tuple(esc(str(r[k])) for k in ("user_id", "dimension", "system", "mode")), link=1)
+            for r in frames.scores.to_dict("records")]
+    known = sorted({(row.unit, row.dimension, row.system) for row in rows})
+    example = f"{known[0][0]}:{known[0][1]}" if known else "user_001:dim"
+    picked = pick(cases, known, _parse, "USER:DIM or USER:DIM:SYSTEM", example)
+    return HtmlSections(printed_html(capture), case_index(HEAD, rows, set(picked)),
+                        [_chain(session, unit, dimension, system) for unit, dimension, system in picked], "USER:DIM")
