@@ -182,16 +182,13 @@ class RecoverySpec(ProtocolSpec):
 
     def estimate_of(self, recording: Path, header: RecordingHeader) -> CostEstimate | None:
         from memprobe_engine.recovery.estimate import estimate_recovery, plan_from_config
-        from memprobe_engine.recovery.outcome_shares import header_specs, measure_shares
+        from memprobe_engine.recovery.outcome_shares import OutcomeShares, header_specs
 
         plan = plan_from_config(header.config)
         if plan is None:
             return None
-        # Branch shares from the recordings beside it, never its own: the estimate the run could have had.
-        shares = measure_shares([recording.parent], header_specs(header.config),
-                                fixed_dialogues=plan.dialogues is not None, framing=plan.settings.framing,
-                                exclude=recording)
-        return estimate_recovery(plan, shares)
+        # The release's branch shares alone: a report's text never depends on the recordings beside it.
+        return estimate_recovery(plan, OutcomeShares(specs=header_specs(header.config), release_only=True))
 
 
 SPEC = RecoverySpec()
