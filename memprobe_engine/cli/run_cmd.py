@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
+from memprobe_engine.orchestration.prompt_exit import run_interruptible
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Optional
@@ -161,7 +161,7 @@ def run(
     with CommandProgress("run", unit="units") as progress:
         # Printed at once: the first minutes may go to model start-up, which the display then shows.
         progress.phase(f"recording to {record}; models start on their first call")
-        out = asyncio.run(planned.start(progress.hook))
+        out = run_interruptible(planned.start(progress.hook))  # a signal exits at once (prompt_exit)
     console.print(f"recorded to [bold]{out}[/]  (report: memprobe report {out})")
 
 
