@@ -141,6 +141,10 @@ def run(
     if price and not dry_run:
         raise ConfigError("--price is read only with --dry-run (the cost estimate); add --dry-run, or drop it "
                           "(`memprobe report --price` prices a finished run).")
+    if embeddings is not None:  # refused even when no chosen system embeds (it would be read, or not, unseen)
+        from memprobe_engine.llm.embeddings import parse_embedding_spec
+
+        parse_embedding_spec(embeddings, origin="--embeddings")
     ray = ray_options(executor, ray_address, ray_workers)
     llm_config = load_llm_config(config, os.environ, role_specs(model))  # a bad config fails here
     common = RunCommon(record=record, sessions=sessions, systems=systems, config=config, shard=shard_flag(shard),
