@@ -73,7 +73,10 @@ class DoctorReport(BaseModel):
 
 def run_doctor(check_endpoints: list[tuple[str, str]] | None = None, tier: str = DEFAULT_TIER) -> DoctorReport:
     """Run every check from synchronous code (the CLI). ``check_endpoints``: (label, base_url) pairs."""
-    return asyncio.run(run_doctor_async(check_endpoints, tier))
+    from memprobe_engine.orchestration.prompt_exit import run_interruptible
+
+    # SIGTERM ends it as Ctrl-C does (one line, exit 143), without waiting for a model check's thread.
+    return run_interruptible(run_doctor_async(check_endpoints, tier))
 
 
 async def run_doctor_async(check_endpoints: list[tuple[str, str]] | None = None,

@@ -9,7 +9,7 @@ scripted replies after a set latency, and ``GET …/models`` at once. It is writ
 
 prints ``listening on http://127.0.0.1:PORT/v1`` once it accepts connections. ``--fail-after N``
 answers HTTP 503 to every chat request after the N-th (an endpoint going down mid-run);
-``--exit-after N`` closes the listener and exits instead (``POST …/exit-after`` with N as the body
+``--oracle paradigms`` answers protocol B's prompts too. ``--exit-after N`` closes the listener and exits instead (``POST …/exit-after`` with N as the body
 sets it on a running endpoint, counted from then). ``GET …/stats`` answers how many chat
 requests it answered and how often each distinct request body (by hash) was among them, in all and
 per ``X-MemProbe-Unit`` header. A ``SIGTERM`` stops it; ``--log FILE`` then (or its exit after
@@ -49,8 +49,13 @@ def _response(status: int, body: bytes) -> bytes:
 class LoopbackEndpoint:
     """The endpoint's state: the oracle, the latency, how many chat requests it answered."""
 
-    def __init__(self, delay_s: float, fail_after: int | None = None, exit_after: int | None = None) -> None:
+    def __init__(self, delay_s: float, fail_after: int | None = None, exit_after: int | None = None,
+                 oracle: str = "recovery") -> None:
         self.oracle = RecoveryOracle()
+        if oracle == "paradigms":  # protocol B's reader and every memory system's writer prompts too
+            from tests.functional.test_paradigm_run import ParadigmOracle
+
+            self.oracle = ParadigmOracle()
         self.delay_s = delay_s
         self.fail_after = fail_after
         self.exit_after = exit_after
@@ -136,7 +141,7 @@ class LoopbackEndpoint:
 
 
 async def serve(args: argparse.Namespace) -> None:
-    endpoint = LoopbackEndpoint(args.delay, args.fail_after, args.exit_after)
+    endpoint = LoopbackEndpoint(args.delay, args.fail_after, args.exit_after, args.oracle)
     server = await asyncio.start_server(endpoint.serve_connection, "127.0.0.1", args.port, backlog=512)
     port = endpoint.port = server.sockets[0].getsockname()[1]
     loop = asyncio.get_running_loop()
@@ -211,6 +216,8 @@ def main() -> None:
     parser.add_argument("--fail-after", type=int, default=None)
     parser.add_argument("--exit-after", type=int, default=None)
     parser.add_argument("--log", default=None)
+    parser.add_argument("--oracle", choices=["recovery", "paradigms"], default="recovery",
+                        help="which scripted replies: protocol A's, or protocol B's (reader, memory writers) too")
     args = parser.parse_args()
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(serve(args))

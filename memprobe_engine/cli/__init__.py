@@ -132,6 +132,10 @@ def main() -> None:
             "Check the sessions / config files passed to this command.", markup=True)
         sys.exit(2)
     except (StoppedBySignal, KeyboardInterrupt) as err:  # KeyboardInterrupt: one outside the commands
+        from memprobe_engine.orchestration.prompt_exit import completed, exit_now
+
+        if completed() is not None:  # the signal came after the run finished its work: nothing was lost
+            exit_now(0)
         signum = getattr(err, "signum", None) or signal.SIGINT
         print(INTERRUPTED_LINE, file=sys.stderr, flush=True)
-        sys.exit(128 + signum)
+        exit_now(128 + signum)  # no wait for a thread still loading a model (prompt_exit)

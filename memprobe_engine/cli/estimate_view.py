@@ -110,18 +110,17 @@ def print_estimate(estimate: CostEstimate, llm_config: LLMConfig, prices: dict[s
 
 def actual_use(recording: Path) -> Actual:
     """Calls and tokens per role the recording's ``llm_call`` events report (answers served from the
-    cache included: their tokens are what the run asked for)."""
-    from memprobe_engine.events.llm import LLMCall
-    from memprobe_engine.events.reader import open_recording
+    cache included: their tokens are what the run asked for), each call once however many sessions
+    the run took (a resume's replay of an interrupted unit is not counted again: ``events.run_use``)."""
+    from memprobe_engine.events.run_use import run_calls
 
     found: dict[str, list[int]] = {}
-    with open_recording(recording) as reader:
-        for event in reader.iter_of(LLMCall):
-            row = found.setdefault(event.role, [0, 0, 0])
-            row[0] += 1
-            if event.usage is not None:
-                row[1] += event.usage.prompt_tokens or 0
-                row[2] += event.usage.completion_tokens or 0
+    for event in run_calls(recording):
+        row = found.setdefault(event.role, [0, 0, 0])
+        row[0] += 1
+        if event.usage is not None:
+            row[1] += event.usage.prompt_tokens or 0
+            row[2] += event.usage.completion_tokens or 0
     return {role: (calls, prompt, completion) for role, (calls, prompt, completion) in found.items()}
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
+from memprobe_engine.orchestration.prompt_exit import run_interruptible
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Optional
@@ -141,6 +141,10 @@ def run(
     if price and not dry_run:
         raise ConfigError("--price is read only with --dry-run (the cost estimate); add --dry-run, or drop it "
                           "(`memprobe report --price` prices a finished run).")
+    if embeddings is not None:  # refused even when no chosen system embeds (it would be read, or not, unseen)
+        from memprobe_engine.llm.embeddings import parse_embedding_spec
+
+        parse_embedding_spec(embeddings, origin="--embeddings")
     ray = ray_options(executor, ray_address, ray_workers)
     llm_config = load_llm_config(config, os.environ, role_specs(model))  # a bad config fails here
     common = RunCommon(record=record, sessions=sessions, systems=systems, config=config, shard=shard_flag(shard),
@@ -161,7 +165,7 @@ def run(
     with CommandProgress("run", unit="units") as progress:
         # Printed at once: the first minutes may go to model start-up, which the display then shows.
         progress.phase(f"recording to {record}; models start on their first call")
-        out = asyncio.run(planned.start(progress.hook))
+        out = run_interruptible(planned.start(progress.hook))  # a signal exits at once (prompt_exit)
     console.print(f"recorded to [bold]{out}[/]  (report: memprobe report {out})")
 
 

@@ -33,20 +33,13 @@ from memprobe_engine.events.header import RecordingHeader
 from memprobe_engine.events.recorder import Recorder
 from memprobe_engine.events.run import ErrorEvent, RunEnd, RunStart
 from memprobe_engine.events.writer import EventWriter, open_writer
+from memprobe_engine.orchestration.interrupted import Interrupted as Interrupted  # where callers look for it
 
 if TYPE_CHECKING:
     from memprobe_engine.llm.client import ChatClient
     from memprobe_engine.llm.embeddings import TextEmbedder
 
 Scrub = Callable[[str], str]
-
-
-class Interrupted(KeyboardInterrupt):
-    """The run was stopped by a signal; ``signum`` says which (the CLI exits with 128 + signum)."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(f"interrupted by {signal.Signals(signum).name}")
-        self.signum = signum
 
 
 @dataclass
@@ -113,6 +106,9 @@ async def recorded_run(directory: Path | str, *, header: RecordingHeader | None,
     from the failure reason written to ``run_end`` and the ``error`` event. ``cancel_strays=False``
     leaves other tasks alone: for a run inside someone else's event loop (the TUI's re-score).
     """
+    from memprobe_engine.orchestration.prompt_exit import note_completed
+
+    note_completed(None)
     writer = open_writer(directory, header)
     recorder = recorder_factory(writer)
     run = RecordedRun(writer=writer, recorder=recorder, scrub=scrub)
@@ -123,6 +119,7 @@ async def recorded_run(directory: Path | str, *, header: RecordingHeader | None,
     before = asyncio.all_tasks()
     loop = asyncio.get_running_loop()
     installed = False
+    previous = signal.getsignal(signal.SIGTERM)
     if signals and task is not None and threading.current_thread() is threading.main_thread():
         def _on_term() -> None:
             run.signum = signal.SIGTERM
@@ -142,6 +139,8 @@ async def recorded_run(directory: Path | str, *, header: RecordingHeader | None,
     finally:
         if installed:
             loop.remove_signal_handler(signal.SIGTERM)
+            if previous is not None:  # the command's own handler again, not the default (killed outright)
+                signal.signal(signal.SIGTERM, previous)
         if cancel_strays:
             await _cancel_strays(before, task)
         try:
@@ -155,6 +154,8 @@ async def recorded_run(directory: Path | str, *, header: RecordingHeader | None,
                     recorder.emit(ErrorEvent(where=suite, error_type=type(shown).__name__,
                                              message=(reason or "")[:2000]))
                 recorder.emit(RunEnd(status=status, reason=(reason or run.note)))
+                if status == "completed":
+                    note_completed(writer.directory)  # a signal from here on exits 0
         finally:
             writer.close()  # the lock is released even when the closing events cannot be written
     if error is not None:

@@ -76,6 +76,8 @@ class OutcomeShares:
     satisfied: Tally = field(default_factory=lambda: Tally(SATISFIED_PRIOR))
     #: The model specs the recordings were matched on (role → spec); empty when nothing was read.
     specs: dict[str, str] = field(default_factory=dict)
+    #: No recording was looked for (a report's estimate: the same wherever the recording lies).
+    release_only: bool = False
 
     def of_system(self, table: dict[str, Tally], system: str) -> Tally:
         """The system's own tally, or every memory system's pooled when it has none."""
@@ -110,6 +112,9 @@ class OutcomeShares:
             if sources else "no earlier recording"
         judge = self.specs.get("attribution_judge")
         models = f" (attribution judge {judge})" if judge else ""
+        if self.release_only:
+            return (f"expected judge and attribution calls follow the runner's branches, each share the release's, "
+                    f"as a report's estimate reads no other recording{models}: {'; '.join(parts)}")
         return (f"expected judge and attribution calls follow the runner's branches, each share the release's "
                 f"updated by {where} with the same models{models}: {'; '.join(parts)}")
 

@@ -195,17 +195,14 @@ class RecoverySpec(ProtocolSpec):
 
     def estimate_of(self, recording: Path, header: RecordingHeader) -> CostEstimate | None:
         from memprobe_engine.recovery.estimate import estimate_recovery, plan_from_config
-        from memprobe_engine.recovery.outcome_shares import measure_shares
+        from memprobe_engine.recovery.outcome_shares import OutcomeShares
 
         config = RecoveryConfig.of(header)
         plan = plan_from_config(config)
         if plan is None:
             return None
-        # Branch shares from the recordings beside it, never its own: the estimate the run could have had.
-        shares = measure_shares([recording.parent], config.models.specs(),
-                                fixed_dialogues=plan.dialogues is not None, framing=plan.settings.framing,
-                                exclude=recording)
-        return estimate_recovery(plan, shares)
+        # The release's branch shares alone: a report's text never depends on the recordings beside it.
+        return estimate_recovery(plan, OutcomeShares(specs=config.models.specs(), release_only=True))
 
     def register_commands(self, root: typer.Typer, groups: Mapping[str, typer.Typer]) -> None:
         from memprobe_engine.recovery.commands import generate_users, import_release, judge, rescore

@@ -185,6 +185,14 @@ class SilentEndpoint:
 MEMPROBE = str(Path(sys.executable).with_name("memprobe"))
 
 
+def sigint_as_at_a_terminal() -> None:
+    """``preexec_fn`` for a child that a test sends SIGINT: its default disposition, as a command run at
+    a terminal has it. A test suite started as a background job of a script (``nohup make test &``)
+    inherits SIGINT *ignored* (POSIX shells ignore it for background jobs without job control), and
+    every process it starts would inherit that too: the SIGINT would be lost and the run go on."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize("signum,status", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
 def test_sigterm_and_ctrl_c_on_memprobe_run_exit_143_and_130_with_the_resume_line(
         tmp_path: Path, signum: signal.Signals, status: int) -> None:
@@ -194,7 +202,8 @@ def test_sigterm_and_ctrl_c_on_memprobe_run_exit_143_and_130_with_the_resume_lin
         proc = subprocess.Popen(
             [MEMPROBE, "run", "--record", str(record), "--users", "sim_01", "--dims", dims(1)[0], "--systems", "nomem",
              "--model", f"default=openai:m@{endpoint.url}", "--no-cache"],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, "NO_COLOR": "1"})
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, "NO_COLOR": "1"},
+            preexec_fn=sigint_as_at_a_terminal)
         deadline = time.time() + 120
         while endpoint.requests == 0 and proc.poll() is None and time.time() < deadline:
             time.sleep(0.05)

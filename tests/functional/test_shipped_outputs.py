@@ -1,7 +1,9 @@
 """Every shipped recording reports, and pairs of them compare, byte for byte as they did before the
 protocol packages were reorganised (``tests/fixtures/shipped-outputs`` holds what the earlier tree
 printed; the TUI's snapshots cover the screens). One deliberate change since: compare-layers.txt's
-hint names ``rescore --as NAME``, the flag that writes a layer now that ``--layer`` only reads one."""
+hint names ``rescore --as NAME``, the flag that writes a layer now that ``--layer`` only reads one. Another:
+the three sample-quick reports' cost tables, whose estimate no longer reads the recordings beside them
+(the release's shares alone) and whose actual calls count a resumed unit's replayed calls once."""
 
 from __future__ import annotations
 

@@ -127,3 +127,10 @@ def test_fifos_are_refused_before_they_are_opened(tmp_path: Path) -> None:
     ]
     for args, needles in cases:
         one_line_error(child(*args, timeout=60), *needles)
+
+
+def test_a_bogus_embedding_spec_is_refused_when_no_chosen_system_embeds(tmp_path: Path,
+                                                                       memprobe: Callable[..., Result]) -> None:
+    result = memprobe(*RUN, "--embeddings", "bogus", "--record", str(tmp_path / "rec"))  # nomem embeds nothing
+    one_line_error(result, "--embeddings", "'bogus'")
+    assert not (tmp_path / "rec").exists()

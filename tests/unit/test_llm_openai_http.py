@@ -7,6 +7,7 @@ Also here: the vLLM launcher against a fake ``vllm`` executable.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import socket
@@ -385,6 +386,24 @@ async def test_busy_endpoint_that_answers_probes_is_waited_for_with_a_heartbeat(
     assert outcome.text == "done at last" and len(server.requests) == 1
     beats = [r.getMessage() for r in caplog.records if "still waiting" in r.getMessage()]
     assert beats and server.url in beats[0] and "busy, not hung" in beats[0]
+
+
+async def test_calls_waiting_on_one_busy_endpoint_share_one_heartbeat_line(
+        serve: Any, quick_silence: None, caplog: pytest.LogCaptureFixture) -> None:
+    def slow(seen: dict[str, Any]) -> Reply:
+        time.sleep(0.9)
+        return completion("done at last")
+
+    server = serve([slow] * 4)
+    client = client_for(server.url)
+    with caplog.at_level("WARNING", logger="memprobe_engine.llm"):
+        outcomes = await asyncio.gather(*(client.chat("slot_filler", ask(f"question {i}")) for i in range(4)))
+    await client.aclose()
+    assert [o.text for o in outcomes] == ["done at last"] * 4
+    beats = [r.getMessage() for r in caplog.records if "still waiting" in r.getMessage()]
+    # Four calls wait about 0.9 s with a heartbeat every 0.2 s: about four lines, not sixteen.
+    assert 1 <= len(beats) <= 6, beats
+    assert "4 calls wait" in beats[0] and server.url in beats[0]
 
 
 async def test_timeouts_on_every_attempt_do_not_advise_more_retries(serve: Any) -> None:

@@ -7,8 +7,9 @@ hung endpoint was reported after ``timeout_s`` × attempts (50 minutes by defaul
 printed meanwhile. Instead, while a call waits, the endpoint is asked a cheap question on a second
 connection (``GET /models``): any HTTP answer means it is alive and busy, and the call waits on; no
 answer within :data:`PROBE_TIMEOUT_S` means it is silent, and the call ends at once with one line
-saying so — a retry would only wait on the same hung server again. While a call waits, a heartbeat
-line goes to the ``memprobe_engine.llm`` log (stderr, or a command's progress display).
+saying so — a retry would only wait on the same hung server again. While calls wait, one heartbeat
+line per endpoint (and model) goes to the ``memprobe_engine.llm`` log (stderr, or a command's
+progress display) at most every :data:`HEARTBEAT_S`, with how many calls wait and the oldest's wait.
 """
 
 from __future__ import annotations
@@ -33,6 +34,24 @@ HEARTBEAT_S = 60.0
 
 T = TypeVar("T")
 
+#: The calls waiting now per (endpoint, model): when each started.
+_waiting: dict[tuple[str, str], dict[int, float]] = {}
+#: When each (endpoint, model)'s heartbeat line was last written.
+_last_beat: dict[tuple[str, str], float] = {}
+
+
+def _beat(key: tuple[str, str]) -> None:
+    """One heartbeat line for the endpoint, unless another of its calls wrote one within HEARTBEAT_S."""
+    now = time.monotonic()
+    if now - _last_beat.get(key, float("-inf")) < HEARTBEAT_S * 0.99:
+        return
+    _last_beat[key] = now
+    waiting = _waiting.get(key, {})
+    oldest = now - min(waiting.values(), default=now)
+    calls = f"{len(waiting)} calls wait, the oldest" if len(waiting) > 1 else "a call waits"
+    log.warning("still waiting for %s (model %s): %s for %.0f s with no answer yet; it answers probes, so it is "
+                "busy, not hung", key[0], key[1], calls, oldest)
+
 
 class EndpointSilent(LLMError):
     """The endpoint took the request and then answered nothing, not even a probe on a new connection."""
@@ -45,6 +64,8 @@ async def answer_or_silence(pending: Awaitable[T], *, url: str, model: str,
     task = asyncio.ensure_future(pending)
     started = time.monotonic()
     next_probe, next_beat = SILENCE_CHECK_S, HEARTBEAT_S
+    key = (url, model)
+    _waiting.setdefault(key, {})[id(task)] = started
     try:
         while True:
             waited = time.monotonic() - started
@@ -53,8 +74,7 @@ async def answer_or_silence(pending: Awaitable[T], *, url: str, model: str,
                 return task.result()
             waited = time.monotonic() - started
             if waited >= next_beat:
-                log.warning("still waiting for %s (model %s): no answer yet after %.0f s; it answers probes, so it "
-                            "is busy, not hung", url, model, waited)
+                _beat(key)
                 next_beat += HEARTBEAT_S
             if waited >= next_probe:
                 alive = await answers()
@@ -69,7 +89,16 @@ async def answer_or_silence(pending: Awaitable[T], *, url: str, model: str,
                         f"timeout_s will not help.")
                 next_probe = time.monotonic() - started + SILENCE_CHECK_S
     finally:
-        if not task.done():
+        calls = _waiting.get(key, {})
+        calls.pop(id(task), None)
+        if not calls:
+            _waiting.pop(key, None)
+            _last_beat.pop(key, None)
+        if task.done():
+            if not task.cancelled():
+                task.exception()  # seen: a request that failed as the run was ending (its client closed)
+                # leaves no "Task exception was never retrieved" traceback after the run's one line
+        else:
             task.cancel()
             with contextlib.suppress(Exception, asyncio.CancelledError):
                 await task
