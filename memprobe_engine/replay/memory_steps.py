@@ -120,6 +120,6 @@ def describe(step: MemoryStep, label: str | None, short: str | None, op_name: st
         return (f"op seq {step.after_seq}{place}", f"{position} ({what}seq {step.after_seq}) vs before it:")
     if step.kind == "point":
         place = f" ({label})" if label else ""
-        return (f"at seq {step.after_seq}{place}", f"the store at seq {step.after_seq}, not diffed:")
+        return (f"at seq {step.after_seq}{place}", f"the store at seq {step.after_seq}, not diffed")
     place = f" ({label})" if label else ""
     return (f"after seq {step.after_seq}{place}", f"vs seq {step.before_seq}:")
