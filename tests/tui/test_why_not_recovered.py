@@ -12,7 +12,7 @@ from memprobe_tui.recovery.dimension import DimensionScreen
 from memprobe_tui.screens.llm_call import LLMCallScreen
 from memprobe_tui.screens.memory import MemoryScreen
 from memprobe_tui.widgets.detail_log import DetailLog
-from memprobe_tui.widgets.store_table import StoreTable
+from memprobe_tui.widgets.store_table import StoreTable, short_id
 from tests.tui.conftest import REPO
 from tests.tui.helpers import settle, text_of
 from memprobe_engine.protocols import open_session
@@ -72,7 +72,7 @@ async def test_why_not_recovered_in_two_keys(name: str) -> None:
         table = store.query_one(StoreTable)
         assert [str(c.label) for c in table.columns.values()][:4] == ["±", "read", "id", "written"]
         marked = {str(table.get_row(first_id)[2]): str(table.get_row(first_id)[1])}
-        assert marked == {first_id: "k1"}  # the top-k item the slot-filler read first
+        assert marked == {short_id(first_id): "k1"}  # the top-k item the slot-filler read first (id cut at 80 columns)
         assert table.cursor_row == table.get_row_index(first_id)  # … and the cursor is on it
         assert str(table.get_row(item_id)[3]) == step[:14]
         history = store.query_one(DetailLog).text()
