@@ -128,6 +128,8 @@ class _OpLine:
     kind: str | None  # None: a damaged line (the store view reports it)
     reset: bool
     item_ids: tuple[str, ...]
+    #: The op's name (``add``, ``update``…; ``snapshot`` for a snapshot), "" on a damaged line.
+    op: str = ""
 
 
 #: Per session, per (unit, system): its memory events read once as plain JSON. Every stepping key
@@ -151,9 +153,16 @@ def _ops(session: ReplaySession, unit: str, system: str) -> list[_OpLine]:
                 known.append(_OpLine(seq, line, None, False, ()))
                 continue
             ids = data.get("item_ids")
-            known.append(_OpLine(seq, line, str(data.get("kind")), data.get("op") == "reset",
-                                 tuple(str(i) for i in ids) if isinstance(ids, list) else ()))
+            kind = str(data.get("kind"))
+            known.append(_OpLine(seq, line, kind, data.get("op") == "reset",
+                                 tuple(str(i) for i in ids) if isinstance(ids, list) else (),
+                                 "snapshot" if kind == "memory_snapshot" else str(data.get("op") or "")))
         return list(known)
+
+
+def op_names(session: ReplaySession, unit: str, system: str) -> dict[int, str]:
+    """seq → the name of the store's memory event there (``add``, ``delete``, ``snapshot``…)."""
+    return {op.seq: op.op for op in _ops(session, unit, system) if op.op}
 
 
 def item_history(session: ReplaySession, unit: str, system: str, item_id: str,

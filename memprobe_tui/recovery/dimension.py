@@ -20,6 +20,7 @@ from textual.widgets import Input
 
 from memprobe_engine.errors import MemProbeError
 from memprobe_engine.recovery.read import DimensionDetail, RescoreFunction, RescoreRequest, dimension_detail
+from memprobe_engine.recovery.read.why import WhyChain, embedder_name, make_embed, why_chain
 from memprobe_engine.replay import ReplaySession, systems, unit_dimensions
 from memprobe_tui.messages import Loaded, RescoreFinished, RescoreScore, RescoreStage, RescoreText
 from memprobe_tui.recovery.render_dimension import dimension_lines, judge_call
@@ -81,10 +82,17 @@ without a call), `m` the store as the slot-filler read it (at its fill, each ite
 that wrote it; `kN` its rank in retrieve's top-k), `t` the task's transcript, `e` the first evidence
 turn, `[`/`]` the previous/next dimension, `s` the next system.
 
-The *why* block at the top answers "why was this not recovered?" in one line per mode: the fill,
-the judge's score, the attribution label and its stages (0 task design, 1 disclosure, 2 elicitation).
-Under each mode, *read* lists what the slot-filler read: the whole store (dump_all) or the top-k
-with similarity scores (retrieve), each item with `[T2.1]`, the step (task 2, turn 1) that wrote it.
+The *why* block at the top answers "why was this not recovered?" as a chain: *disclosed* the user's
+turn that carries the trait (quoted), *written* how many store items hold it and which steps wrote
+them, then per mode *reach* (dump_all read them all; retrieve: their ranks in the top-k, or "none in
+the top k; best relevant item ranked N" over the whole store), what the slot-filler *filled*, what the
+judge *judged* → the attribution label, and the *stages* with each mode's own stage-1 evidence. An
+item holds the trait when it names the target's proper names, quotes the stage-1 evidence, or (the
+run's embedder, st:minilm by default) lies close to the target; ranks beyond the top-k come from
+that embedder. `⚠` marks a recorded label the chain contradicts; the label stays as recorded.
+Under each mode, *read* lists what the slot-filler read: the whole store (dump_all, the items that
+hold the trait first, ★) or the top-k with similarity scores (retrieve), each item with `[T2.1]`,
+the step (task 2, turn 1) that wrote it.
 """
 
     DEFAULT_CSS = """
@@ -113,6 +121,7 @@ with similarity scores (retrieve), each item with `[T2.1]`, the step (task 2, tu
         self.session: ReplaySession = session
         self.user_id, self.system, self.dimension = user_id, system, dimension
         self.detail: DimensionDetail | None = None
+        self.why: WhyChain | None = None
         self.live: dict[str, dict[str, Any]] = {}
         self._scroll_home = False  # another dimension or system: start at its top, not the old offset
         self._rescores_before: dict[str, int] = {}  # per mode, re-scores recorded when a re-run started
@@ -150,11 +159,36 @@ with similarity scores (retrieve), each item with `[T2.1]`, the step (task 2, tu
 
     @work(thread=True, exclusive=True, group="load", exit_on_error=False, name="dimension detail")
     def _load(self, dimension: str) -> None:
-        self.post_message(Loaded("dimension", dimension_detail(self.session, self.user_id, self.system, dimension)))
+        detail = dimension_detail(self.session, self.user_id, self.system, dimension)
+        self.post_message(Loaded("dimension", detail))
+        self._load_why(detail)
+
+    def _load_why(self, detail: DimensionDetail) -> None:
+        """The why-chain: at once what needs no model, then with the run's embedder (loading it may
+        take seconds the first time; the chain says so meanwhile)."""
+        self.post_message(Loaded("why", why_chain(self.session, detail)))
+        try:
+            embed = make_embed(embedder_name(self.session))
+            chain = why_chain(self.session, detail, embed)
+        except Exception as err:  # no embedder here: the chain keeps what needs none, and says why
+            self.post_message(Loaded("why_failed", f"{embedder_name(self.session)} unavailable: {err}"))
+            return
+        self.post_message(Loaded("why", chain))
 
     @on(Loaded)
     def _loaded(self, message: Loaded) -> None:
+        if message.what in ("why", "why_failed"):
+            chain = message.data
+            if message.what == "why_failed":
+                self.notify(str(chain), severity="warning")
+            elif (chain.user_id, chain.system, chain.dimension) == (self.user_id, self.system, self.dimension):
+                self.why = chain
+                self._draw()
+            return
         self.detail = message.data
+        if self.detail is not None and (self.why is None or self.why.dimension != self.detail.dimension
+                                        or self.why.system != self.detail.system):
+            self.why = None
         if self.live and self.detail is not None:  # a finished re-run read back from the recording
             for name, mode in self.detail.modes.items():
                 if mode.pair is not None and mode.pair.rescores > self._rescores_before.get(name, mode.pair.rescores):
@@ -168,7 +202,7 @@ with similarity scores (retrieve), each item with `[T2.1]`, the step (task 2, tu
         self.set_title(f"{d.user_id} × {d.system} · {d.dimension} ({d.category})")
         log = self.query_one(DetailLog)
         offset = log.scroll_offset
-        log.show(dimension_lines(d, self.live))
+        log.show(dimension_lines(d, self.live, self.why, self.app.size.width))
         if self._scroll_home:
             self._scroll_home = False
             log.scroll_to(0, 0, animate=False)

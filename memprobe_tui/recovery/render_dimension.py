@@ -9,8 +9,10 @@ from typing import Any
 from rich.text import Text
 
 from memprobe_engine.recovery.read import DimensionDetail, ModeDetail
+from memprobe_engine.recovery.read.why import WhyChain
 from memprobe_engine.replay import one_line
 from memprobe_engine.replay.memory_view import item_text
+from memprobe_tui.recovery.render_why import why_lines
 from memprobe_tui.render import Lines, field, heading
 
 _VERDICT_STYLE = {"ok": "green", "disclosed": "yellow", "memory_failure": "bold red", "can_invite": "green",
@@ -59,10 +61,12 @@ def _fill_text(mode: ModeDetail) -> str:
     return f"“{one_line(fill.label, 24)}”" if fill.label is not None else f"— ({one_line(fill.excluded or 'none', 24)})"
 
 
-def answer_lines(detail: DimensionDetail) -> Lines:
-    """The answer first: per mode the fill, the judge's score and the attribution with its stages."""
-    lines: Lines = [heading("why (per mode: the fill, judge score → attribution [its stages])")]
-    for name, mode in detail.modes.items():
+def answer_lines(detail: DimensionDetail, why: WhyChain | None = None, width: int = 80) -> Lines:
+    """The answer first: the why-chain per mode once read (before: per mode the fill, the judge's
+    score and the attribution with its stages)."""
+    lines: Lines = why_lines(why, width) if why is not None else [
+        heading("why (per mode: the fill, judge score → attribution [its stages])")]
+    for name, mode in (detail.modes.items() if why is None else []):
         original = mode.judge.score if mode.judge is not None else (
             mode.pair.original.score if mode.pair and mode.pair.original else None)
         text = Text(f" {name:<8} ", style="bold")  # one line at 80 columns: fill, score, label, stages
@@ -88,27 +92,35 @@ def answer_lines(detail: DimensionDetail) -> Lines:
     return lines
 
 
-def _read_lines(detail: DimensionDetail | None, mode: ModeDetail) -> Lines:
+def _read_lines(detail: DimensionDetail | None, mode: ModeDetail, relevant: list[str] | None = None) -> Lines:
     lines: Lines = []
     written = detail.written if detail is not None else {}
+    read = mode.retrieved
     if mode.mode == "dump_all":
-        lines.append(field("read", f"the whole store: {len(mode.retrieved)} items (written at: step)"))
-    for rank, (item_id, score, item) in enumerate(mode.retrieved):
+        first = f", the {len(relevant)} that hold the trait first (★)" if relevant else ""
+        lines.append(field("read", f"the whole store: {len(read)} items{first} (written at: step)"))
+        if relevant:  # the relevant items, not the first in id order
+            at = {item_id: i for i, item_id in enumerate(relevant)}
+            read = sorted(read, key=lambda r: at.get(r[0], len(at)))
+    wanted = set(relevant or [])
+    for rank, (item_id, score, item) in enumerate(read):
         if mode.mode == "dump_all" and rank == READ_SHOWN:
             lines.append(Text(f"  … {len(mode.retrieved) - READ_SHOWN} more: m lists them all", style="dim"))
             break
         shown = one_line(item_text(item), 90) if item else "(not in the rebuilt store)"
         where = written.get(item_id, "")
-        lines.append(Text(f"  {item_id} {'' if score is None else f'{score:.3f} '}[{where}]  {shown}",
+        star = "★" if item_id in wanted else " "
+        lines.append(Text(f" {star}{item_id} {'' if score is None else f'{score:.3f} '}[{where}]  {shown}",
                           style="magenta"))
     return lines
 
 
-def mode_lines(mode: ModeDetail, live: dict[str, Any] | None, detail: DimensionDetail | None = None) -> Lines:
+def mode_lines(mode: ModeDetail, live: dict[str, Any] | None, detail: DimensionDetail | None = None,
+               relevant: list[str] | None = None) -> Lines:
     lines: Lines = [heading(f"{mode.mode}{' (full store)' if mode.mode == 'dump_all' else ' (top-k)'}")]
     if mode.retrieval is not None:
         lines.append(field("query", one_line(mode.retrieval.query, 120)))
-    lines += _read_lines(detail, mode)
+    lines += _read_lines(detail, mode, relevant)
     fill = mode.slot_fill
     if fill is not None:
         label = fill.label if fill.label is not None else f"— ({fill.excluded or 'no prediction'})"
@@ -148,9 +160,11 @@ def mode_lines(mode: ModeDetail, live: dict[str, Any] | None, detail: DimensionD
     return lines
 
 
-def dimension_lines(detail: DimensionDetail, live: dict[str, dict[str, Any]]) -> Lines:
-    """The whole inspector text; ``live`` holds per-mode results of a re-run in progress."""
-    lines: Lines = [*answer_lines(detail), heading("target")] if detail.modes else [heading("target")]
+def dimension_lines(detail: DimensionDetail, live: dict[str, dict[str, Any]], why: WhyChain | None = None,
+                    width: int = 80) -> Lines:
+    """The whole inspector text; ``live`` holds per-mode results of a re-run in progress, ``why`` the
+    why-chain once read."""
+    lines: Lines = [*answer_lines(detail, why, width), heading("target")] if detail.modes else [heading("target")]
     if detail.target is not None:
         lines += [Text(detail.target.short, style="bold green"), Text(detail.target.explanation)]
     else:
@@ -170,10 +184,10 @@ def dimension_lines(detail: DimensionDetail, live: dict[str, dict[str, Any]]) ->
         lines.append(Text("  no turn carries it", style="dim"))
     for name in ("dump_all", "retrieve"):
         if name in detail.modes:
-            lines += mode_lines(detail.modes[name], live.get(name), detail)
+            lines += mode_lines(detail.modes[name], live.get(name), detail, why.relevant if why else None)
     for name, mode in detail.modes.items():
         if name not in ("dump_all", "retrieve"):
-            lines += mode_lines(mode, live.get(name), detail)
+            lines += mode_lines(mode, live.get(name), detail, why.relevant if why else None)
     if not detail.modes:
         lines.append(Text("not scored yet", style="dim"))
     return lines

@@ -15,7 +15,8 @@ from textual.widgets import DataTable, Input, Static
 
 from memprobe_engine.errors import MemProbeError
 from memprobe_engine.replay import ReplaySession, StepRef, step_seq_range
-from memprobe_engine.replay.memory_view import StoreView, item_history, item_writes, matches, store_view
+from memprobe_engine.replay.memory_steps import MemoryStep, describe, next_op, next_turn, step_of
+from memprobe_engine.replay.memory_view import StoreView, item_history, item_writes, matches, op_names, store_view
 from memprobe_engine.replay.store_steps import Labelled, labeller
 from memprobe_tui.protocols import read_spec
 from memprobe_tui.messages import Loaded
@@ -39,9 +40,13 @@ class MemoryScreen(ReplayScreen):
     """
 
     HELP = """\
-**Memory store** of one system for one user, rebuilt at a point of the recording (time travel) and
-compared with the store one step earlier. Info line: `vs seq N` the point compared against,
-`+a ~u -d` items added, updated and deleted since then, the category filter, the search text.
+**Memory store** of one system for one user, rebuilt at a step of the recording (time travel) and
+compared with the store just before that step. A step is a **turn** (protocol B: a session or a
+probe), read as `step T3.1 (all 2 ops, seq 73–78)`: all its memory ops against the store before it;
+or one **op**, read as `op 2/2 of T3.1 (add, seq 78)`: against the store before that op. A turn
+and one of its ops never read alike. Info line: the step, then
+`+a ~u -d` items added, updated and deleted by it, the category filter, the search text. A turn
+reads the same numbers however it was reached (`m`, `n`/`p`); an op too (`m` on a memory event, `[`/`]`).
 
 | mark | meaning |
 | --- | --- |
@@ -50,7 +55,7 @@ compared with the store one step earlier. Info line: `vs seq N` the point compar
 | - | deleted at this step (kept in the list, struck out) |
 | (blank) | unchanged |
 
-`n`/`p` move a turn, `[`/`]` one memory operation; `F` cycles the category (or collection) filter,
+`n`/`p` move a turn, `[`/`]` one memory operation (from a turn, `[` is that turn's last op); `F` cycles the category (or collection) filter,
 `v` shows only changed items, `/` filters by text in ids and fields. Tab moves to the detail pane
 (the item's fields, links and the history of operations that touched it), which scrolls and goes
 full screen with z. Esc returns to the transcript at the turn shown here.
@@ -83,6 +88,12 @@ full screen with z. Esc returns to the transcript at the turn shown here.
         self._place_cursor = True
         self.view: StoreView | None = None
         self.op_seqs: list[int] | None = None
+        #: The step shown (turn, op, point or span): every key that moves builds it the same way.
+        self.step: MemoryStep | None = None
+        self._op_names: dict[int, str] = {}
+        #: The step a key asked for while its store is still rebuilding: the next key moves on from
+        #: it (``p p p n n n`` comes back to where it began), and a slower, older rebuild is dropped.
+        self._target: MemoryStep | None = None
         self.group: tuple[str, str] | None = None
         self.search = ""
         self.changes_only = False
@@ -91,7 +102,7 @@ full screen with z. Esc returns to the transcript at the turn shown here.
         #: highlights rows several times (the table refilled, the cursor placed), and each detail
         #: written costs a render of the pane.
         self._detail_shown: tuple[object, ...] | None = None
-        self._ranges: tuple[int, list[tuple[int, int]]] | None = None
+        self._ranges: tuple[int, list[tuple[int, int]], list[str], list[str]] | None = None
 
     def compose(self) -> ComposeResult:
         yield from self.compose_top()
@@ -112,14 +123,14 @@ full screen with z. Esc returns to the transcript at the turn shown here.
 
     # -- loading -------------------------------------------------------------------------------
     @work(thread=True, exclusive=True, group="store", exit_on_error=False, name="store rebuild")
-    def _load(self, seqs: tuple[int, int] | None) -> None:
+    def _load(self, request: tuple[int, int] | MemoryStep | None) -> None:
         op_seqs = self.session.memory_seqs(self.user_id, self.system)
-        if seqs is None:
-            seqs = (op_seqs[-2] if len(op_seqs) > 1 else -1, op_seqs[-1] if op_seqs else -1)
+        step = request if isinstance(request, MemoryStep) else step_of(request, self._step_ranges(), op_seqs)
+        seqs = step.seqs
         try:
             view = store_view(self.session, self.user_id, self.system, seqs[1], seqs[0])
         except MemProbeError as err:  # damage before this point: say so here, and let n/p move on
-            self.post_message(Loaded("store_failed", (seqs, op_seqs, str(err))))
+            self.post_message(Loaded("store_failed", (seqs, op_seqs, str(err), step)))
             raise  # the toast (base screen) names the file and the fix
         spec = read_spec(self.session)
         label = self.label or labeller(self.session, self._labelled(), spec.after_steps)
@@ -133,7 +144,8 @@ full screen with z. Esc returns to the transcript at the turn shown here.
         changed = next((row.item_id for row in view.rows if row.mark != " "), None)
         history = {changed: item_history(self.session, self.user_id, self.system, changed, seqs[1])} \
             if changed is not None else {}
-        self.post_message(Loaded("store", (seqs, op_seqs, view, written, label, history)))
+        names = op_names(self.session, self.user_id, self.system)
+        self.post_message(Loaded("store", (seqs, op_seqs, view, written, label, history, step, names)))
 
     @work(thread=True, exclusive=True, group="history", exit_on_error=False, name="item history")
     def _load_history(self, item_id: str, upto: int) -> None:
@@ -143,13 +155,20 @@ full screen with z. Esc returns to the transcript at the turn shown here.
     @on(Loaded)
     def _loaded(self, message: Loaded) -> None:
         if message.what == "store":
-            self.seqs, self.op_seqs, self.view, self.written, self.label, history = message.data
+            if self._target is not None and message.data[6] != self._target:
+                return  # an older key's rebuild, overtaken by a newer one
+            self._target = None
+            self.seqs, self.op_seqs, self.view, self.written, self.label, history, self.step, self._op_names = \
+                message.data
             self.history.clear()
             self.history.update(history)
             self._place_cursor = True
             self._redraw()
         elif message.what == "store_failed":
-            self.seqs, self.op_seqs, why = message.data
+            if self._target is not None and message.data[3] != self._target:
+                return
+            self._target = None
+            self.seqs, self.op_seqs, why, self.step = message.data
             self.view = None
             self.query_one(StoreTable).show([], None)
             self.set_title(f"{self.system} store · {self.user_id} · after seq {self.seqs[1]} · cannot be rebuilt")
@@ -171,10 +190,27 @@ full screen with z. Esc returns to the transcript at the turn shown here.
     def _step_ranges(self) -> list[tuple[int, int]]:
         """(first seq, last seq) of every step, kept while the index learns no new line: reading two
         lines per step for all ~300 steps of a unit cost each n/p ~3 ms before its rebuild began."""
+        return self._turns()[1]
+
+    def _turns(self) -> tuple[int, list[tuple[int, int]], list[str], list[str]]:
+        """(index generation, each turn's seq range, short label, long label)."""
         generation = self.session.index.scanned_lines
-        if self._ranges is None or self._ranges[0] != generation:
-            self._ranges = (generation, [step_seq_range(self.session, s) for s in self._steps()])
-        return self._ranges[1]
+        cached = self._ranges
+        if cached is None or cached[0] != generation:
+            shorts = self._labelled()
+            longs = [label for _, label in self._labelled(short=False)]
+            cached = self._ranges = (generation, [step_seq_range(self.session, s) for s, _ in shorts],
+                                     [label for _, label in shorts], longs)
+        return cached
+
+    def _step_names(self, step: MemoryStep) -> tuple[str, str]:
+        """(title, info start) naming the step shown: a turn, an op of a turn, a point, a span."""
+        _, _, shorts, longs = self._turns()
+        inside = step.turn is not None and step.turn < len(longs)
+        label = longs[step.turn] if inside and step.turn is not None else (
+            self._where(step.after_seq) if step.after_seq >= 0 else None)
+        short = shorts[step.turn] if inside and step.turn is not None else None
+        return describe(step, label, short, self._op_names.get(step.after_seq))
 
     def _where(self, seq: int) -> str:
         if seq < 0 or self.session.line_of_seq(seq) is None:
@@ -205,14 +241,16 @@ full screen with z. Esc returns to the transcript at the turn shown here.
                 wanted = min(marked, key=lambda i: (len(self.read[rows[i].item_id]), self.read[rows[i].item_id]),
                              default=None)
             table.move_cursor(row=wanted or 0)
-        self.set_title(f"{self.system} store · {self.user_id} · after seq {view.after_seq} ({self._where(view.after_seq)})"
-                       f" · {view.size} items")
+        step = self.step or step_of(self.seqs, self._step_ranges(), self.op_seqs or [])
+        where, against = self._step_names(step)
+        self.set_title(f"{self.system} store · {self.user_id} · {where} · {view.size} items")
+        counts = "" if step.kind == "point" else f" +{view.added} ~{view.updated} -{view.deleted}"
         group = f"{self.group[0]}={self.group[1]}" if self.group else (f"{field}=all" if field else "no groups")
         shown = f" · showing {len(rows)}" if len(rows) != len(view.rows) else ""
         note = f"\n⚠ {view.note}" if view.note else ("\n" + self._empty_note() if not self.op_seqs else "")
         context = f"{self.context}\n" if self.context and self.seqs_opened and self.seqs[1] == self.seqs_opened[1] else ""
         update_text(self.query_one("#info", Static),
-            f"{context}vs seq {view.before_seq}: +{view.added} ~{view.updated} -{view.deleted} · {group}"
+            f"{context}{against}{counts} · {group}"
             f"{' · /' + self.search if self.search else ''}{' · changes only' if self.changes_only else ''}{shown}"
             f"{note}")
         self._show_item()
@@ -249,27 +287,30 @@ full screen with z. Esc returns to the transcript at the turn shown here.
         self._show_item()
 
     # -- time travel ---------------------------------------------------------------------------
+    def _current(self) -> MemoryStep | None:
+        if self._target is not None:
+            return self._target
+        if self.step is not None:
+            return self.step
+        return step_of(self.seqs, self._step_ranges(), self.op_seqs or []) if self.seqs is not None else None
+
     def action_step_turn(self, delta: int) -> None:
-        if self.seqs is None:
+        current = self._current()
+        if current is None:
             return
-        ranges = self._step_ranges()
-        current = next((i for i, (first, last) in enumerate(ranges) if first <= self.seqs[1] <= last), None)
-        if current is None:  # after the rollout (recovery): step back into the last turn
-            current = len(ranges) if delta < 0 else -1
-        target = current + delta
-        if 0 <= target < len(ranges):
-            first, last = ranges[target]
-            self._load((first - 1, last))
+        target = next_turn(current, delta, self._step_ranges(), self.op_seqs or [])
+        if target is not None:
+            self._target = target
+            self._load(target)
 
     def action_step_op(self, delta: int) -> None:
-        if not self.op_seqs or self.seqs is None:
+        current = self._current()
+        if not self.op_seqs or current is None:
             return
-        after = self.seqs[1]
-        later = [s for s in self.op_seqs if s > after]
-        earlier = [s for s in self.op_seqs if s < after]
-        target = (later[0] if later else None) if delta > 0 else (earlier[-1] if earlier else None)
+        target = next_op(current, delta, self._step_ranges(), self.op_seqs)
         if target is not None:
-            self._load((target - 1, target))
+            self._target = target
+            self._load(target)
 
     def action_cursor(self, delta: int) -> None:
         table = self.query_one(StoreTable)

@@ -16,6 +16,17 @@ from memprobe_tui.widgets.table_search import SearchableTable
 MARK_STYLES = {"+": "bold green", "~": "bold yellow", "-": "red strike", " ": ""}
 MARK_NAMES = {"+": "added", "~": "updated", "-": "deleted", " ": ""}
 COLUMNS = [("±", "mark"), ("id", "id"), ("group", "group"), ("text", "text")]
+#: Characters of an id shown in the table (a UUID's first block); the detail pane names it in full.
+ID_SHOWN = 8
+
+
+def cut(text: str, width: int) -> str:
+    """``text`` in at most ``width`` cells, a cut ending in ``…``."""
+    return text if len(text) <= width else text[: max(0, width - 1)] + "…"
+
+
+def short_id(item_id: str) -> str:
+    return cut(item_id, ID_SHOWN + 1)
 
 
 def row_key(row: StoreRow) -> str:
@@ -44,24 +55,42 @@ class StoreTable(SearchableTable):
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id, zebra_stripes=False)
+        self._shown: tuple[list[StoreRow], str | None, dict[str, str] | None, dict[str, str] | None, int] | None = None
+
+    def on_resize(self) -> None:
+        """The text column's width follows the table's: shown again at the new width."""
+        if self._shown is not None and self._shown[4] != self.size.width:
+            self.show(*self._shown[:4])
 
     def show(self, rows: list[StoreRow], group_field: str | None, written: dict[str, str] | None = None,
              read: dict[str, str] | None = None) -> None:
         """``written``: item id → the steps that wrote it; ``read``: item id → a mark (shown in a
         ``read`` column only when given)."""
+        self._shown = (rows, group_field, written, read, self.size.width)
         written, read = written or {}, read or {}
         columns = [COLUMNS[0], *([("read", "read")] if read else []), COLUMNS[1], ("written", "written"), *COLUMNS[2:]]
         cells: list[tuple[str, tuple[Text, ...]]] = []
+        # The text column gets what the others leave of the table's width, and a cut ends in "…"
+        # (before, it ran 300 characters wide and the screen's edge cut it mid-word).
+        def widest(values: list[str], label: str) -> int:
+            return max([len(label), *(len(v) for v in values)])
+
+        groups = [group_and_text(r, group_field)[0] for r in rows]
+        fixed = widest([r.mark for r in rows], "±") + (widest(list(read.values()), "read") if read else 0) \
+            + widest([short_id(r.item_id) for r in rows], "id") \
+            + widest([cut(written.get(r.item_id, ""), 14) for r in rows], "written") \
+            + widest([cut(g, 12) for g in groups], "group") + 2 * len(columns) + 2  # cell padding, scroll bar
+        room = max(20, self.size.width - fixed) if self.size.width else 300
         for row in rows:
             style = MARK_STYLES[row.mark]
             group, text = group_and_text(row, group_field)
             marks = (Text(read.get(row.item_id, ""), style="bold magenta"),) if read else ()
             cells.append((row_key(row), (
-                Text(row.mark, style=style), *marks, Text(row.item_id, style=style),
-                Text(written.get(row.item_id, "")[:14], style="cyan"),
-                Text(group[:12], style="dim" if row.mark == " " else style),
+                Text(row.mark, style=style), *marks, Text(short_id(row.item_id), style=style),
+                Text(cut(written.get(row.item_id, ""), 14), style="cyan"),
+                Text(cut(group, 12), style="dim" if row.mark == " " else style),
                 # within its column's width (table_fill): no word wrapping to compute on each draw
-                Text(text[:300], style="strike dim" if row.mark == "-" else "", no_wrap=True))))
+                Text(cut(text, room), style="strike dim" if row.mark == "-" else "", no_wrap=True))))
         fill_table(self, columns, cells)
 
     def selected_key(self) -> str | None:

@@ -142,7 +142,7 @@ async def test_time_travel_diffs_the_store_between_two_turns() -> None:
         assert second is not None and second.after_seq > first.after_seq
         assert second.before_seq >= first.after_seq
         assert second.size == first.size + second.added - second.deleted
-        assert "(T1 turn 2)" in text_of(pilot, "#title")
+        assert "· T1 turn 2 ·" in text_of(pilot, "#title")
         assert f"+{second.added} ~{second.updated} -{second.deleted}" in text_of(pilot, "#info")
         table = screen.query_one(StoreTable)
         assert table.row_count == len(second.rows)

@@ -156,13 +156,13 @@ async def test_paradigm_memory_view_names_sessions_and_steps_them() -> None:
             await settle(pilot)
         screen = app.screen
         assert isinstance(screen, MemoryScreen)
-        assert "(S00 encoding)" in screen.title_text and "recovery" not in screen.title_text
+        assert "· S00 encoding ·" in screen.title_text and "recovery" not in screen.title_text
         await pilot.press("n")
         await settle(pilot)
-        assert "(S01 filler)" in screen.title_text  # n steps to the next session
+        assert "· S01 filler ·" in screen.title_text  # n steps to the next session
         await pilot.press("p")
         await settle(pilot)
-        assert "(S00 encoding)" in screen.title_text
+        assert "· S00 encoding ·" in screen.title_text
         table = screen.query_one(StoreTable)
         assert str(table.get_row_at(0)[2]) == "S00 encoding"[:14]  # written by that session
 

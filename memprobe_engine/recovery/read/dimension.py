@@ -27,6 +27,7 @@ from memprobe_engine.replay.memory_view import item_writes
 from memprobe_engine.replay.queries import EpisodeInfo, StepRef, episodes, step_events, task_text
 from memprobe_engine.replay.session import ReplaySession
 from memprobe_engine.recovery.read.steps import step_labeller
+from memprobe_engine.recovery.read.trait import names_in, trait_names
 
 if TYPE_CHECKING:
     from memprobe_engine.recovery.inputs import SimUser
@@ -251,6 +252,14 @@ def dimension_detail(session: ReplaySession, user_id: str, system: str, dimensio
     evidence = next((s.evidence for m in modes.values() for s in m.stages if s.stage == 1 and s.evidence), None)
     probe, source = (evidence, "stage 1") if evidence else ((target.short, "target words") if target else (None, None))
     turns = evidence_turns(session, episode, probe, 0.5 if source == "stage 1" else 0.4) if episode and probe else []
+    names = trait_names(target)
+    if episode is not None and names:  # the user's turns that name the target's places, people…
+        named = evidence_turns(session, episode, names[0], 1.0) + [
+            t for name in names[1:] for t in evidence_turns(session, episode, name, 1.0)]
+        turns += [t for t in named if t.role == "user" and (t.task_index, t.turn, t.role) not in
+                  {(u.task_index, u.turn, u.role) for u in turns}]
+    # The user's turns first: the disclosure is what the user said, an assistant's echo comes after.
+    turns.sort(key=lambda t: (t.role != "user", not names_in(t.text, names), t.task_index, t.turn))
     fills = [m.slot_fill.seq for m in modes.values() if m.slot_fill is not None]
     fill_seq = min(fills) if fills else None
     written: dict[str, str] = {}
