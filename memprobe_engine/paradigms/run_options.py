@@ -3,16 +3,16 @@ plan, and what ``--dry-run`` shows of it. The CLI only parses flags and dispatch
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memprobe_engine.errors import ConfigError
+from memprobe_engine.paradigms.options import ParadigmOptions
+from memprobe_engine.protocol_spec import RunCommon
+from memprobe_engine.run_flags import csv_names, unique
 from memprobe_engine.paradigms.protocol import GRANULARITIES
 from memprobe_engine.paradigms.reader import ReaderSettings
 from memprobe_engine.paradigms.runner import (
-    DEFAULT_K,
-    DEFAULT_SESSION_K,
     ParadigmPlan,
     describe_plan,
     input_protocol_of,
@@ -24,26 +24,9 @@ if TYPE_CHECKING:
     from memprobe_engine.llm.resolved import ResolvedProtocol
 
 
-@dataclass(frozen=True)
-class ParadigmRequest:
-    """What a protocol-B plan is built from: the run's common settings and protocol B's options, parsed."""
-
-    sessions: Path
-    systems: list[str]
-    shard: tuple[int, int]
-    seed: int
-    episodes: list[str] | None = None
-    paradigms: list[str] | None = None
-    limit: int | None = None
-    ingest: str = "turns"
-    k: int = DEFAULT_K
-    session_k: int = DEFAULT_SESSION_K
-    reader_max_tokens: int = 300
-    embeddings: str = "st:minilm"
-
-
-def paradigm_plan(options: ParadigmRequest) -> ParadigmPlan:
+def paradigm_plan(common: RunCommon, options: ParadigmOptions) -> ParadigmPlan:
     """The plan of a protocol-B run; a bad value is one ConfigError naming the flag."""
+    systems = unique("--systems", csv_names(common.systems, "--systems") or [])
     if options.ingest not in GRANULARITIES:
         raise ConfigError(f"--ingest {options.ingest!r}: use turns or session.")
     if options.limit is not None and options.limit < 1:
@@ -52,14 +35,15 @@ def paradigm_plan(options: ParadigmRequest) -> ParadigmPlan:
         raise ConfigError("--k and --session-k must be at least 1.")
     if options.reader_max_tokens < 16:
         raise ConfigError("--reader-max-tokens must be at least 16 (the answer is a small JSON object).")
-    if options.sessions == Path("sessions"):
+    if common.sessions == Path("sessions"):
         raise ConfigError("--suite paradigms needs --sessions pointing at a paradigm suite folder, e.g. "
                           "--sessions sessions/paradigms/upstream-sample.")
-    return ParadigmPlan(sessions_dir=options.sessions, systems=options.systems, episodes=options.episodes,
-                        paradigms=options.paradigms, limit=options.limit,
+    return ParadigmPlan(sessions_dir=common.sessions, systems=systems,
+                        episodes=csv_names(options.episodes, "--episodes"),
+                        paradigms=csv_names(options.paradigms, "--paradigms"), limit=options.limit,
                         ingest=options.ingest, k=options.k, session_k=options.session_k,
-                        reader=ReaderSettings(max_tokens=options.reader_max_tokens, seed=options.seed),
-                        seed=options.seed, shard=options.shard, embedding_spec=options.embeddings)
+                        reader=ReaderSettings(max_tokens=options.reader_max_tokens, seed=common.seed),
+                        seed=common.seed, shard=common.shard, embedding_spec=common.embeddings or "st:minilm")
 
 
 def paradigm_protocol(plan: ParadigmPlan, llm_config: LLMConfig, record: Path | None) -> ResolvedProtocol:
@@ -85,4 +69,4 @@ def paradigm_protocol(plan: ParadigmPlan, llm_config: LLMConfig, record: Path | 
         notes=describe_plan(plan, record))
 
 
-__all__ = ["ParadigmRequest", "paradigm_plan", "paradigm_protocol"]
+__all__ = ["paradigm_plan", "paradigm_protocol"]

@@ -17,10 +17,10 @@ from rich.markup import escape
 
 from memprobe_engine.events.header import RecordingHeader
 from memprobe_engine.events.header_config import HeaderConfig
-from memprobe_engine.paradigms.config import DEFAULT_K, DEFAULT_READER_MAX_TOKENS, DEFAULT_SESSION_K, ParadigmConfig
+from memprobe_engine.paradigms.config import ParadigmConfig
+from memprobe_engine.paradigms.options import ParadigmOptions
 from memprobe_engine.protocol_spec import (OWN_LAYER, CompareRequest, PlannedRun, ProtocolOptions, ProtocolSpec,
                                            ReportRequest, RunCommon, checked_layers)
-from memprobe_engine.run_flags import csv_names, unique
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -34,18 +34,6 @@ if TYPE_CHECKING:
     from memprobe_engine.replay.store_steps import Labelled
     from memprobe_engine.report.compare_gate import Verdict
     from memprobe_engine.report.compare_inputs import Selection
-
-
-class ParadigmOptions(ProtocolOptions):
-    """Protocol B's own ``memprobe run`` options."""
-
-    episodes: str | None = None
-    paradigms: str | None = None
-    limit: int | None = None
-    ingest: str = "turns"
-    k: int = DEFAULT_K
-    session_k: int = DEFAULT_SESSION_K
-    reader_max_tokens: int = DEFAULT_READER_MAX_TOKENS
 
 
 class ParadigmSpec(ProtocolSpec):
@@ -64,16 +52,10 @@ class ParadigmSpec(ProtocolSpec):
         return header.suite == self.name or HeaderConfig.of(header).suite == self.name
 
     def plan(self, common: RunCommon, options: ProtocolOptions) -> PlannedRun:
-        from memprobe_engine.paradigms.run_options import ParadigmRequest, paradigm_plan, paradigm_protocol
+        from memprobe_engine.paradigms.run_options import paradigm_plan, paradigm_protocol
         from memprobe_engine.paradigms.runner import needs_models, run_paradigms
 
-        options = ParadigmOptions.model_validate(options.model_dump())
-        plan = paradigm_plan(ParadigmRequest(
-            sessions=common.sessions, systems=unique("--systems", csv_names(common.systems, "--systems") or []),
-            shard=common.shard, seed=common.seed, episodes=csv_names(options.episodes, "--episodes"),
-            paradigms=csv_names(options.paradigms, "--paradigms"), limit=options.limit, ingest=options.ingest,
-            k=options.k, session_k=options.session_k, reader_max_tokens=options.reader_max_tokens,
-            embeddings=common.embeddings or "st:minilm"))
+        plan = paradigm_plan(common, ParadigmOptions.model_validate(options.model_dump()))
 
         def estimate() -> CostEstimate:
             from memprobe_engine.paradigms.estimate import estimate_paradigms

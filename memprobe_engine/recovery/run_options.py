@@ -6,11 +6,12 @@ The CLI only parses flags and dispatches; what a flag means (merged under a conf
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from pathlib import Path
 from typing import cast, get_args
 
 from memprobe_engine.errors import ConfigError
+from memprobe_engine.protocol_spec import RunCommon
+from memprobe_engine.recovery.options import RecoveryOptions
+from memprobe_engine.run_flags import csv_names, system_names
 from memprobe_engine.recovery.dialogue_source import parse_source
 from memprobe_engine.recovery.framing import DEFAULT_FRAMING, check_framing
 from memprobe_engine.recovery.judge_kind import check_judge, default_judge
@@ -21,38 +22,14 @@ from memprobe_engine.recovery.runner import RecoveryPlan
 from memprobe_engine.recovery.config import Mode
 
 
-@dataclass(frozen=True)
-class RecoveryRequest:
-    """What a protocol-A plan is built from: the run's common settings and protocol A's options, parsed
-    (None: not given)."""
-
-    sessions: Path
-    systems: list[str]
-    config: Path | None
-    shard: tuple[int, int]
-    seed: int
-    users: list[str] | None = None
-    dims: list[str] | None = None
-    modes: list[str] | None = None
-    max_turns: int | None = None
-    agent_max_tokens: int | None = None
-    simulator_max_tokens: int | None = None
-    judge_max_tokens: int | None = None
-    preference_judge_max_tokens: int | None = None
-    no_preference_judge: bool = False
-    policy: str | None = None
-    embeddings: str | None = None
-    dialogues: str | None = None
-    framing: str | None = None
-    recovery_judge: str | None = None
-
-
-def recovery_plan(options: RecoveryRequest) -> RecoveryPlan:
+def recovery_plan(common: RunCommon, options: RecoveryOptions) -> RecoveryPlan:
     """The plan of a protocol-A run: flags over the config file's ``[protocol]`` table over the
     release's defaults; a bad value is one ConfigError naming the flag."""
-    table = load_protocol_table(options.config)
+    table = load_protocol_table(common.config)
+    systems = system_names(common.systems)
+    users, dims = csv_names(options.users, "--users"), csv_names(options.dims, "--dims")
     source = parse_source(options.dialogues) if options.dialogues is not None else None
-    mode_list = options.modes or list(table.modes or ["dump_all", "retrieve"])
+    mode_list = csv_names(options.modes, "--modes") or list(table.modes or ["dump_all", "retrieve"])
     bad = [m for m in mode_list if m not in get_args(Mode)]
     if bad:
         raise ConfigError(f"--modes: {', '.join(bad)} unknown; use dump_all and/or retrieve.")
@@ -70,7 +47,7 @@ def recovery_plan(options: RecoveryRequest) -> RecoveryPlan:
     framing = check_framing(merged(options.framing, table.framing, DEFAULT_FRAMING))
     recovery_judge = check_judge(merged(options.recovery_judge, table.recovery_judge, default_judge(framing)))
     settings = RolloutSettings(
-        max_turns=turns, seed=options.seed,
+        max_turns=turns, seed=common.seed,
         agent_max_tokens=cap(merged(options.agent_max_tokens, table.agent_max_tokens, None)),
         simulator_max_tokens=cap(merged(options.simulator_max_tokens, table.simulator_max_tokens, None)),
         judge_max_tokens=cap(merged(options.judge_max_tokens, table.judge_max_tokens, None)),
@@ -84,10 +61,9 @@ def recovery_plan(options: RecoveryRequest) -> RecoveryPlan:
         else merged(None, table.preference_judge, True),
         policy=check_policy(merged(options.policy, table.policy, DEFAULT_POLICY)),
         framing=framing, recovery_judge=recovery_judge)
-    return RecoveryPlan(sessions_dir=options.sessions, users=options.users, dimensions=options.dims,
-                        systems=options.systems, modes=cast("list[Mode]", mode_list), settings=settings,
-                        shard=options.shard, embedding_spec=merged(options.embeddings, table.embeddings, "st:minilm"),
-                        dialogues=source)
+    return RecoveryPlan(sessions_dir=common.sessions, users=users, dimensions=dims, systems=systems,
+                        modes=cast("list[Mode]", mode_list), settings=settings, shard=common.shard,
+                        embedding_spec=merged(common.embeddings, table.embeddings, "st:minilm"), dialogues=source)
 
 
-__all__ = ["RecoveryRequest", "recovery_plan"]
+__all__ = ["recovery_plan"]

@@ -20,7 +20,7 @@ from memprobe_engine.events.header import RecordingHeader
 from memprobe_engine.protocol_spec import (OWN_LAYER, CompareRequest, PlannedRun, ProtocolOptions, ProtocolSpec,
                                            ReportRequest, RunCommon, checked_layers)
 from memprobe_engine.recovery.config import RecoveryConfig
-from memprobe_engine.run_flags import csv_names, system_names
+from memprobe_engine.recovery.options import RecoveryOptions
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -37,25 +37,6 @@ if TYPE_CHECKING:
     from memprobe_engine.report.compare_inputs import Selection
 
 
-class RecoveryOptions(ProtocolOptions):
-    """Protocol A's own ``memprobe run`` options (None: not given; the config file's ``[protocol]``
-    table, then the release's value, decides)."""
-
-    users: str | None = None
-    dims: str | None = None
-    modes: str | None = None
-    max_turns: int | None = None
-    agent_max_tokens: int | None = None
-    simulator_max_tokens: int | None = None
-    judge_max_tokens: int | None = None
-    preference_judge_max_tokens: int | None = None
-    no_preference_judge: bool = False
-    policy: str | None = None
-    framing: str | None = None
-    recovery_judge: str | None = None
-    dialogues: str | None = None
-
-
 class RecoverySpec(ProtocolSpec):
     """Protocol A: simulated users, a memory-equipped assistant, slot-fill, judge and attribution."""
 
@@ -69,19 +50,10 @@ class RecoverySpec(ProtocolSpec):
 
     def plan(self, common: RunCommon, options: ProtocolOptions) -> PlannedRun:
         from memprobe_engine.recovery.protocol_config import recovery_protocol
-        from memprobe_engine.recovery.run_options import RecoveryRequest, recovery_plan
+        from memprobe_engine.recovery.run_options import recovery_plan
         from memprobe_engine.recovery.runner import run_recovery
 
-        options = RecoveryOptions.model_validate(options.model_dump())
-        plan = recovery_plan(RecoveryRequest(
-            sessions=common.sessions, systems=system_names(common.systems), config=common.config,
-            shard=common.shard, seed=common.seed, users=csv_names(options.users, "--users"),
-            dims=csv_names(options.dims, "--dims"), modes=csv_names(options.modes, "--modes"),
-            max_turns=options.max_turns, agent_max_tokens=options.agent_max_tokens,
-            simulator_max_tokens=options.simulator_max_tokens, judge_max_tokens=options.judge_max_tokens,
-            preference_judge_max_tokens=options.preference_judge_max_tokens,
-            no_preference_judge=options.no_preference_judge, policy=options.policy, embeddings=common.embeddings,
-            dialogues=options.dialogues, framing=options.framing, recovery_judge=options.recovery_judge))
+        plan = recovery_plan(common, RecoveryOptions.model_validate(options.model_dump()))
 
         def estimate() -> CostEstimate:
             from memprobe_engine.recovery.estimate import estimate_recovery
