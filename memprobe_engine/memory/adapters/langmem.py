@@ -67,6 +67,7 @@ class LangMem(LibraryAdapter):
 
     def _lib_reset(self, store_dir: Path) -> None:
         from langchain_openai import ChatOpenAI, OpenAIEmbeddings
+        from langgraph.store.base import IndexConfig
         from langgraph.store.memory import InMemoryStore
         from langmem import create_memory_store_manager
 
@@ -75,7 +76,7 @@ class LangMem(LibraryAdapter):
         client: dict[str, Any] = {"base_url": self.base_url, "api_key": self.api_key, "max_retries": 0}
         embeddings = OpenAIEmbeddings(**client, model="embeddings", check_embedding_ctx_length=False,
                                       request_timeout=LIBRARY_HTTP_TIMEOUT_S)
-        index: dict[str, object] = {"dims": EMBEDDING_DIMS, "embed": embeddings}
+        index: IndexConfig = {"dims": EMBEDDING_DIMS, "embed": embeddings}
         self._store = InMemoryStore(index=index)
         model = ChatOpenAI(**client, model=LIBRARY_ROLE, temperature=0.0, max_tokens=MAX_TOKENS,
                            timeout=LIBRARY_HTTP_TIMEOUT_S)
