@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
 from rich.console import Console
 
 from memprobe_engine.errors import ConfigError
@@ -267,14 +267,8 @@ def option_values(spec: ProtocolSpec, values: dict[str, object], params: Sequenc
         merged[key] = value
     try:
         return spec.options.model_validate(merged)
-    except ValueError as err:  # pydantic's ValidationError: one line naming the option
-        raise ConfigError(f"--suite {spec.name}: {_first_problem(err)}") from None
-
-
-def _first_problem(err: ValueError) -> str:
-    errors = getattr(err, "errors", None)
-    if callable(errors):
-        first = errors()[0]
-        where = ".".join(str(part) for part in first.get("loc", ()))
-        return f"option {where!r}: {first.get('msg')} (got {first.get('input')!r})"
-    return str(err)
+    except ValidationError as err:  # one line naming the option
+        first = err.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        raise ConfigError(f"--suite {spec.name}: option {where!r}: {first['msg']} (got {first.get('input')!r})") \
+            from None

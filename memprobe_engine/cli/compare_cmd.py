@@ -47,7 +47,7 @@ def compare(
     bootstrap intervals, exact McNemar flips (protocol A); probe flips and Δ metrics with episode
     bootstrap intervals (protocol B). A warning comes first when the runs differ in anything but the
     systems compared."""
-    from memprobe_engine.report.output import export
+    from memprobe_engine.report.output import export_to_folders
 
     from memprobe_engine.report.compare_gate import check_gate
 
@@ -66,10 +66,8 @@ def compare(
                               f"pass --layers to set several layers of recordings side by side.")
         bundle = _runs(console, recordings[0], recordings[1], changed_only, plots, resamples, seed,
                        layer[0] if layer else None)
-    for folder, fmt in ((csv, "csv"), (parquet, "parquet")):
-        if folder is not None:
-            written = export(bundle, folder, {fmt})
-            console.print(f"wrote {len(written)} {fmt} file(s) to {folder}")
+    for fmt, folder, count in export_to_folders(bundle, csv, parquet):
+        console.print(f"wrote {count} {fmt} file(s) to {folder}")
     if gate is not None:
         _gate(console, recordings, bundle, gate)
 

@@ -8,6 +8,6 @@ pandas and ``memprobe report`` never loads the HTML builder. Nothing here import
 """
 
 from memprobe_engine.exports.job import ExportJob, ExportResult
-from memprobe_engine.exports.registry import FORMATS, ExportFormat, run_export, write_frame_folders, write_frames
+from memprobe_engine.exports.registry import FORMATS, ExportFormat, run_export, write_frames
 
-__all__ = ["FORMATS", "ExportFormat", "ExportJob", "ExportResult", "run_export", "write_frame_folders", "write_frames"]
+__all__ = ["FORMATS", "ExportFormat", "ExportJob", "ExportResult", "run_export", "write_frames"]

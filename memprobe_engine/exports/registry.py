@@ -86,14 +86,3 @@ def write_frames(bundle: Mapping[str, pd.DataFrame], folder: Path, fmt: str) -> 
     if fmt not in ("csv", "parquet"):
         raise ConfigError(f"frames export as {fmt!r} is not supported; use csv or parquet.")
     return run_export(fmt, ExportJob(frames=bundle, out=folder)).written
-
-
-def write_frame_folders(bundle: Mapping[str, pd.DataFrame], folders: Mapping[str, Path | None]) -> list[str]:
-    """The ``--csv DIR`` / ``--parquet DIR`` flags of a command: write ``bundle`` into each folder
-    given (format → folder; None: not asked) and say what was written, one line per folder."""
-    lines = []
-    for fmt, folder in folders.items():
-        if folder is not None:
-            written = write_frames(bundle, folder, fmt)
-            lines.append(f"wrote {len(written)} {fmt} file(s) to {folder}")
-    return lines

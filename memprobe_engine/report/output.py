@@ -88,3 +88,14 @@ def say_plots(written: list[Path], folder: Path) -> None:
 def say_written(console: Console, written: list[Path], folder: Path) -> None:
     """One line naming the figures a command wrote into ``folder``."""
     console.print(f"wrote {len(written)} figure(s) to {folder}: {', '.join(p.name for p in written)}")
+
+
+def export_to_folders(bundle: Mapping[str, pd.DataFrame], csv: Path | None,
+                      parquet: Path | None) -> list[tuple[str, Path, int]]:
+    """A command's ``--csv DIR`` / ``--parquet DIR``: write ``bundle`` into each folder given; returns
+    (format, folder, files written) per folder, for the command's own line about it."""
+    done: list[tuple[str, Path, int]] = []
+    for folder, fmt in ((csv, "csv"), (parquet, "parquet")):
+        if folder is not None:
+            done.append((fmt, folder, len(export(bundle, folder, formats={fmt}))))
+    return done

@@ -27,7 +27,7 @@ from memprobe_engine.paradigms.read.tables import (
 )
 from memprobe_engine.paradigms.reader_ablation import READER_LAYER_PREFIX
 from memprobe_engine.replay.session import ReplaySession
-from memprobe_engine.report.output import WIDTH, export
+from memprobe_engine.report.output import WIDTH, export, export_to_folders
 
 #: The layer an import of upstream reports writes their own labels into (declared here and used by
 #: the import, which imports it).
@@ -63,11 +63,9 @@ def paradigm_report(recordings: Sequence[Path], *, csv: Path | None = None, parq
         built = build_paradigm_tables(frames.probes, names)
         print_paradigm_tables(built, console)
         bundle = {"probes": frames.probes, **built}
-        for folder, fmt in ((csv, "csv"), (parquet, "parquet")):
-            if folder is not None:
-                target = folder if layer is None else folder / layer.replace(":", "-")
-                written = export(bundle, target, formats={fmt})
-                console.print(f"wrote {len(written)} {fmt} files to {target}")
+        sub = "" if layer is None else layer.replace(":", "-")  # an extra layer's files: a subfolder
+        for fmt, folder, count in export_to_folders(bundle, csv and csv / sub, parquet and parquet / sub):
+            console.print(f"wrote {count} {fmt} files to {folder}")
     readers = [h for h in held if h.startswith(READER_LAYER_PREFIX)]
     if readers:
         print_reader_ablation(recordings, readers, console, csv=csv)

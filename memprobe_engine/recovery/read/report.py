@@ -12,7 +12,7 @@ from memprobe_engine.recovery.config import RecoveryConfig
 from memprobe_engine.recovery.read.frames import ReportFrames, load_frames
 from memprobe_engine.recovery.read.render import print_tables
 from memprobe_engine.recovery.read.tables import build_tables, parse_table_names
-from memprobe_engine.report.output import export, say_plots
+from memprobe_engine.report.output import export_to_folders, say_plots
 
 
 def recovery_report(recordings: Sequence[Path], *, csv: Path | None, parquet: Path | None, tables: str | None,
@@ -36,10 +36,8 @@ def recovery_report(recordings: Sequence[Path], *, csv: Path | None, parquet: Pa
     print_tables(built, console, footer=footer)
     _print_detectable(console, frames)
     bundle = {**frames.as_dict(), **built}
-    for folder, fmt in ((csv, "csv"), (parquet, "parquet")):
-        if folder is not None:
-            written = export(bundle, folder, formats={fmt})
-            console.print(f"wrote {len(written)} {fmt} files to {folder}")
+    for fmt, folder, count in export_to_folders(bundle, csv, parquet):
+        console.print(f"wrote {count} {fmt} files to {folder}")
     if plots is not None:
         from memprobe_engine.recovery.read.plots import recovery_plots
 
