@@ -174,6 +174,8 @@ class ServerCounters:
 
 _SERVERS: dict[str, EmbeddedServer] = {}
 _REGISTRY_LOCK = threading.Lock()  # guards _SERVERS; held while a server starts or stops
+#: How long the exit handler waits for a server start or stop in another thread before leaving it.
+SHUTDOWN_LOCK_WAIT_S = 0.5
 
 
 def import_xllamacpp() -> ModuleType:
@@ -228,12 +230,22 @@ def running_servers() -> list[EmbeddedServer]:
 
 
 def shutdown_all() -> None:
-    """Stop every embedded server regardless of users (registered with :mod:`atexit`)."""
-    with _REGISTRY_LOCK:
+    """Stop every embedded server regardless of users (registered with :mod:`atexit`).
+
+    A server still starting holds the registry lock for as long as its model takes to load; a
+    command interrupted then must not wait for it (``prompt_exit``). The server lives in this
+    process, so it ends with it: the servers already started are stopped, the starting one is left.
+    """
+    if not _REGISTRY_LOCK.acquire(timeout=SHUTDOWN_LOCK_WAIT_S):
+        log.info("an embedded server is still starting; it ends with the process")
+        return
+    try:
         servers = list(_SERVERS.values())
         _SERVERS.clear()
         for server in servers:
             _stop(server)
+    finally:
+        _REGISTRY_LOCK.release()
 
 
 atexit.register(shutdown_all)
