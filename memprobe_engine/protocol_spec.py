@@ -89,6 +89,9 @@ class PlannedRun:
     estimate: Callable[[], CostEstimate] | None
     #: Runs (or resumes) the recording; returns its folder.
     start: Callable[[ProgressHook], Coroutine[Any, Any, Path]]
+    #: One line each, printed before the run (and by ``--dry-run``): an input read with a caveat, such
+    #: as a damaged recording whose dialogues a fixed-dialogue run replays.
+    warnings: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

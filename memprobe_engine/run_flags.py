@@ -1,9 +1,11 @@
 """How ``memprobe run`` reads a list flag (``--users a,b``, ``--systems …``, ``--shard I/N``), shared by
-every protocol's options so an empty value or a repeated name is refused the same way everywhere."""
+every protocol's options so an empty value or a repeated name is refused the same way everywhere; and
+the ``--record`` folder check that every recording command (``run``, ``proxy``) makes."""
 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from memprobe_engine.errors import ConfigError
 
@@ -51,3 +53,12 @@ def shard(value: str | None) -> tuple[int, int]:
     if not 0 <= index < total:
         raise ConfigError(f"--shard {value!r}: I must satisfy 0 <= I < N.")
     return index, total
+
+
+def check_record_folder(record: Path) -> None:
+    """``--record ''`` (an unset shell variable) arrives as the current folder, and the recording's files
+    would land among the user's own: refused unless the current folder is itself a recording (a resume)."""
+    if str(record) == "." and not (Path.cwd() / "header.json").is_file():
+        raise ConfigError(f"--record {str(record)!r} names the current folder ({Path.cwd()}), which is not a "
+                          f"recording (an empty --record, e.g. an unset shell variable, means the same): name a "
+                          f"new folder, e.g. --record recordings/run1.")

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Annotated, Literal, Optional
 import typer
 
 from memprobe_engine.errors import ConfigError
+from memprobe_engine.run_flags import check_record_folder
 
 if TYPE_CHECKING:
     from memprobe_engine.llm.config import LLMConfig
@@ -45,11 +46,26 @@ def proxy(
     from memprobe_engine.llm.config import load_llm_config
     from memprobe_engine.llm.embeddings import parse_embedding_spec
 
+    check_record_folder(record)
+    _check_own_recording(record)
     llm_config = load_llm_config(config, os.environ, list(model or []))
     parse_embedding_spec(embeddings, origin="--embeddings")  # a bad spec fails now, not on the first request
     if not 0 <= port < 65536:
         raise ConfigError(f"--port {port}: choose 0 (any free port) or a port number below 65536.")
     asyncio.run(_serve(record, llm_config, embeddings, port, no_cache))
+
+
+def _check_own_recording(record: Path) -> None:
+    """A proxy resumes only a proxy recording: its calls appended to a protocol run's recording would
+    read there as damage (a second run inside a finished one)."""
+    from memprobe_engine.events.header import HEADER_FILE, read_header
+
+    if not (record / HEADER_FILE).is_file():
+        return
+    suite = read_header(record).suite
+    if suite != "proxy":
+        raise ConfigError(f"--record {record}: a {suite} recording, not one the proxy wrote; the proxy resumes only "
+                          f"its own recordings. Name a new folder, e.g. --record recordings/proxy-1.")
 
 
 async def _serve(record: Path, llm_config: LLMConfig, embedding_spec: str, port: int, no_cache: bool) -> None:

@@ -14,7 +14,7 @@ from rich.table import Table
 
 from memprobe_engine.errors import RecordingError
 from memprobe_engine.events.header import RecordingHeader
-from memprobe_engine.events.integrity import check_recording
+from memprobe_engine.events.integrity import check_recording, say_damage
 from memprobe_engine.events.reader import DamagedEvent, DamageReport, open_recording
 from memprobe_engine.events.summary import summarize
 
@@ -101,6 +101,7 @@ def events(
 ) -> None:
     """List events (filtered), one per line."""
     with open_recording(recording) as reader:
+        say_damage(reader)  # the events listed are the readable ones; said as every reader says it
         first = start if start >= 0 else max(0, len(reader) + start)
         table = Table("seq", "kind", "user", "system", "dim", "summary", show_lines=False)
         shown = 0

@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
-from memprobe_engine.orchestration.prompt_exit import run_interruptible
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from memprobe_engine.model_flags import role_specs
 from memprobe_engine.errors import ConfigError
+from memprobe_engine.orchestration.prompt_exit import run_interruptible
 from memprobe_engine.protocol_spec import RunCommon, option_values
+from memprobe_engine.run_flags import check_record_folder
 from memprobe_engine.run_flags import shard as shard_flag
 
 if TYPE_CHECKING:
@@ -23,15 +25,6 @@ if TYPE_CHECKING:
 DEFAULT_RUN_CONCURRENCY = 4
 
 console = Console(highlight=False, stderr=True, soft_wrap=True)
-
-
-def check_record_folder(record: Path) -> None:
-    """``--record ''`` (an unset shell variable) arrives as the current folder, and the recording's files
-    would land among the user's own: refused unless the current folder is itself a recording (a resume)."""
-    if str(record) == "." and not (Path.cwd() / "header.json").is_file():
-        raise ConfigError(f"--record {str(record)!r} names the current folder ({Path.cwd()}), which is not a "
-                          f"recording (an empty --record, e.g. an unset shell variable, means the same): name a "
-                          f"new folder, e.g. --record recordings/run1.")
 
 
 def run(
@@ -151,6 +144,8 @@ def run(
                        seed=seed, concurrency=concurrency, embeddings=embeddings, llm_config=llm_config,
                        cache=None if no_cache else ResponseCache(), ray=ray)
     planned = spec.plan(common, options)
+    for warning in planned.warnings:
+        Console(stderr=True, highlight=False, soft_wrap=True).print(f"[yellow]warning:[/] {escape(warning)}")
     if dry_run:  # the resolved protocol and the expected calls: no server is started, no recording written
         from memprobe_engine.cli.estimate_view import print_estimate
 

@@ -91,6 +91,23 @@ def damage_warning(name: str, report: DamageReport) -> str | None:
             f"`memprobe recording verify {name}`.")
 
 
+def damage_warning_of(reader: RecordingReader) -> str | None:
+    """The whole-recording check and its one warning line, for a command that reads a recording
+    without a report of its own (``recording events``, ``rescore``, a run's ``--dialogues``): every
+    reader of a damaged recording warns the same way."""
+    return damage_warning(str(reader.directory), check_recording(reader))
+
+
+def say_damage(reader: RecordingReader) -> None:
+    """Print :func:`damage_warning_of` as one ``warning:`` line on stderr when the recording is damaged."""
+    warning = damage_warning_of(reader)
+    if warning:
+        from rich.console import Console
+        from rich.markup import escape
+
+        Console(stderr=True, highlight=False, soft_wrap=True).print(f"[yellow]warning:[/] {escape(warning)}")
+
+
 def interrupted_note(name: str, report: DamageReport) -> str | None:
     """The note a report prints for spans closed on resume (None when there are none)."""
     note = report.interrupted_note()

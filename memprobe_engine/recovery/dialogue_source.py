@@ -60,6 +60,15 @@ def parse_source(text: str) -> DialogueSource:
                       f"{min(systems) if systems else 'nomem'}.")
 
 
+def source_damage(source: DialogueSource) -> str | None:
+    """The damage warning of the recording a fixed-dialogue run replays (None when intact): its
+    damaged lines and unfinished episodes are left out, as every reader of a recording says."""
+    from memprobe_engine.events.integrity import damage_warning_of
+
+    with open_recording(source.recording) as reader:
+        return damage_warning_of(reader)
+
+
 def _unit_systems(recording: Path) -> set[str]:
     try:
         with open_recording(recording) as reader:

@@ -65,7 +65,11 @@ class RecoverySpec(ProtocolSpec):
                                     exclude=common.record)
             return estimate_recovery(plan, shares)
 
+        from memprobe_engine.recovery.dialogue_source import source_damage
+
+        damage = source_damage(plan.dialogues) if plan.dialogues is not None else None
         return PlannedRun(
+            warnings=(f"--dialogues {damage}",) if damage else (),
             resolved=recovery_protocol(plan, common.llm_config), needs_models=True, estimate=estimate,
             start=lambda hook: run_recovery(plan, common.record, llm_config=common.llm_config,
                                             concurrency=common.concurrency, cache=common.cache, progress=hook,

@@ -134,3 +134,49 @@ def test_a_bogus_embedding_spec_is_refused_when_no_chosen_system_embeds(tmp_path
     result = memprobe(*RUN, "--embeddings", "bogus", "--record", str(tmp_path / "rec"))  # nomem embeds nothing
     one_line_error(result, "--embeddings", "'bogus'")
     assert not (tmp_path / "rec").exists()
+
+
+def test_proxy_refuses_a_protocol_recording_and_the_current_folder(tmp_path: Path, memprobe: Callable[..., Result],
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its calls appended to a finished protocol-A run read as damage there; ``--record ''`` wrote the
+    proxy's files among the user's own."""
+    finished = tmp_path / "finished"
+    shutil.copytree(SAMPLE_RECORDING, finished)
+    before = (finished / "events.jsonl").read_bytes()
+    one_line_error(memprobe("proxy", "--record", str(finished)), str(finished), "a recovery recording",
+                   "resumes only its own")
+    assert (finished / "events.jsonl").read_bytes() == before
+    monkeypatch.chdir(tmp_path)
+    one_line_error(memprobe("proxy", "--record", ""), "--record '.'", "names the current folder")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["finished"]
+
+
+def _torn_copy(tmp_path: Path) -> Path:
+    """A copy of a shipped protocol-A recording cut in the middle of a line (a crash mid-write)."""
+    torn = tmp_path / "torn"
+    shutil.copytree(SAMPLE_RECORDING.parent / "sample-quick-fixed-user_001", torn)
+    events = torn / "events.jsonl"
+    raw = events.read_bytes()
+    events.write_bytes(raw[: len(raw) // 2])
+    return torn
+
+
+DAMAGE = "damaged recording: a torn last line"
+
+
+def test_every_reader_of_a_damaged_recording_warns_of_it(tmp_path: Path, memprobe: Callable[..., Result]) -> None:
+    """``recording events``, ``rescore`` and a run's ``--dialogues`` said nothing, where report, info,
+    compare and merge warn: now each prints the same one warning line, and still does its work."""
+    torn = _torn_copy(tmp_path)
+    listed = memprobe("recording", "events", str(torn), "--limit", "3")
+    assert listed.returncode == 0 and listed.stderr.count(DAMAGE) == 1, listed.stderr
+    assert f"warning: {torn}: {DAMAGE}" in listed.stderr and "user_001" in listed.stdout
+
+    planned = memprobe("run", "--record", str(tmp_path / "fixed"), "--sessions", str(SESSIONS / "release-a"),
+                       "--dialogues", str(torn), "--users", "user_001", "--dims", "geographic_knowledge",
+                       "--systems", "nomem", "--dry-run")
+    assert planned.returncode == 0 and f"warning: --dialogues {torn}: {DAMAGE}" in planned.stderr, planned.stderr
+
+    rescored = memprobe("rescore", str(torn), "--judge-only", "--recovery-judge", "calibrated", "--as", "again")
+    assert rescored.returncode == 0, rescored.stderr
+    assert f"warning: {torn}: {DAMAGE}" in rescored.stderr and "appended" in rescored.stdout

@@ -49,6 +49,7 @@ def rescore(
 ) -> None:
     """Re-score recorded cases without re-running the memory system; originals stay untouched."""
     from memprobe_engine.events.base import EventBase, check_layer_name
+    from memprobe_engine.events.integrity import say_damage
     from memprobe_engine.events.reader import open_recording
     from memprobe_engine.events.run import SpanBegin
     from memprobe_engine.events.scoring import JudgeScore
@@ -71,6 +72,7 @@ def rescore(
         raise ConfigError(f"--mode {mode!r}: use dump_all or retrieve.")
     wanted_users, wanted_dims, wanted_systems = _csv(users, "--users"), _csv(dims, "--dims"), _csv(systems, "--systems")
     with open_recording(recording) as reader:
+        say_damage(reader)  # the cases are those of the readable lines; said as every reader says it
         cases = [c for c in recorded_cases(reader)
                  if (wanted_users is None or c.user_id in wanted_users)
                  and (wanted_dims is None or c.dimension in wanted_dims)
