@@ -9,12 +9,14 @@ from __future__ import annotations
 import math
 from collections.abc import Collection, Mapping
 from pathlib import Path
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 
 from memprobe_engine.errors import ConfigError
+
+if TYPE_CHECKING:  # the frames only pass through; importing pandas here cost every command 0.5 s at start-up
+    import pandas as pd
 
 #: Columns of every report table printed to a terminal (tables are designed to fit it).
 WIDTH = 100
