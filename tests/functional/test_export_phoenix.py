@@ -177,6 +177,17 @@ def attrs(item: Json) -> dict[str, object]:
     return {kv["key"]: _value(kv["value"]) for kv in item.get("attributes") or []}  # type: ignore[attr-defined,index]
 
 
+def events(span: Json) -> list[Json]:
+    found = span.get("events")
+    return found if isinstance(found, list) else []
+
+
+def _status(span: Json) -> object:
+    """The status code (0, unset, when there is none)."""
+    status = span.get("status")
+    return status.get("code") or 0 if isinstance(status, dict) else 0
+
+
 def _hex(value: object) -> str:
     """A trace or span id as hex (Phoenix answers hex; a base64 id would be 24 or 12 characters)."""
     text = str(value or "")
@@ -184,7 +195,9 @@ def _hex(value: object) -> str:
 
 
 def check_same_spans(sent: list[Json], stored: list[Json]) -> dict[str, Json]:
-    """Each exported span is in Phoenix once, with its ids, parent, name, attributes and events."""
+    """Each exported span is in Phoenix once, with its ids, parent, name, times (Phoenix keeps
+    microseconds), status, attributes and events. Phoenix keeps no OTLP span kind (it answers INTERNAL
+    for every span; its own kind is OpenInference's), no link and no resource attribute but the project."""
     by_id: dict[str, Json] = {}
     for span in stored:
         span_id = _hex(span.get("span_id") or span.get("spanId"))
@@ -196,9 +209,12 @@ def check_same_spans(sent: list[Json], stored: list[Json]) -> dict[str, Json]:
         assert _hex(back.get("trace_id") or back.get("traceId")) == span["traceId"]
         assert _hex(back.get("parent_span_id") or back.get("parentSpanId")) == span.get("parentSpanId", "")
         assert back["name"] == span["name"]
+        for key, stored_key in (("startTimeUnixNano", "start_time_unix_nano"),
+                                ("endTimeUnixNano", "end_time_unix_nano")):
+            assert abs(int(str(back[stored_key])) - int(str(span[key]))) < 1000, (span["name"], key)
+        assert _status(back) == _status(span), span["name"]
         assert attrs(back) == attrs(span), span["name"]
-        events = [(e["name"], attrs(e)) for e in span.get("events", [])]  # type: ignore[attr-defined]
-        assert [(e["name"], attrs(e)) for e in back.get("events") or []] == events, span["name"]  # type: ignore[attr-defined]
+        assert [(e["name"], attrs(e)) for e in events(back)] == [(e["name"], attrs(e)) for e in events(span)]
     return by_id
 
 
@@ -216,7 +232,8 @@ def check_conventions(spans: list[Json]) -> None:
             assert json.loads(str(a["gen_ai.output.messages"]))[0]["role"] == "assistant"
         elif operation == "embeddings":
             assert span["name"] == f"embeddings {a['gen_ai.request.model']}"
-            assert isinstance(a["gen_ai.embeddings.dimension.count"], int) and a["gen_ai.embeddings.dimension.count"] > 0
+            dimensions = a["gen_ai.embeddings.dimension.count"]
+            assert isinstance(dimensions, int) and dimensions > 0
         elif operation in MEMORY_OPERATIONS:
             assert span["name"] == operation
             assert a["gen_ai.memory.store.id"] == f"{a['memprobe.system']}:{a['memprobe.unit']}"
@@ -228,7 +245,7 @@ def check_conventions(spans: list[Json]) -> None:
                 assert len(json.loads(str(a["gen_ai.memory.records"]))) == a["gen_ai.memory.record.count"]
         else:
             assert operation is None and a["memprobe.span_kind"], span["name"]  # a recorded span
-        for event in span.get("events") or []:  # type: ignore[attr-defined]
+        for event in events(span):
             if event["name"] == "gen_ai.evaluation.result":
                 e = attrs(event)
                 assert str(e["gen_ai.evaluation.name"]).startswith("memprobe.")
@@ -257,10 +274,11 @@ def test_a_shipped_recording_reads_back_from_phoenix(phoenix: Phoenix, monkeypat
     assert sum(n for name, n in counts.items() if name.startswith("chat ")) == 15
     assert {name: counts[name] for name in MEMORY_OPERATIONS if counts[name]} == {
         "create_memory_store": 1, "create_memory": 8, "search_memory": 14}
-    evaluations = [e for s in stored for e in s.get("events") or [] if e["name"] == "gen_ai.evaluation.result"]  # type: ignore[attr-defined]
+    evaluations = [e for s in stored for e in events(s) if e["name"] == "gen_ai.evaluation.result"]
     assert len(evaluations) == 24
+    # the project is the resource attribute the export was given; nothing landed in Phoenix's default one
     projects = [p["name"] for p in phoenix.get("/v1/projects")["data"]]  # type: ignore[attr-defined]
-    assert "shipped" in projects
+    assert "shipped" in projects and phoenix.spans("default") == []
 
 
 def test_add_update_delete_read_back_from_phoenix(phoenix: Phoenix, monkeypatch: pytest.MonkeyPatch,
