@@ -71,11 +71,12 @@ demo-paradigms: $(STAMP)
 	$(BIN)/memprobe report $(PARADIGM_RUN) --csv $(PARADIGM_RUN)/report
 	@echo "replay it in a terminal: $(BIN)/memprobe replay $(PARADIGM_RUN)"
 
-# The tests need the three pip-installable memory libraries (pinned extras, installed into this venv
-# once): the scripted adapter tests (tests/unit/test_adapters_scripted.py) run mem0ai's, graphiti-core's
-# and langmem's own code against a scripted model, and MEMPROBE_REQUIRE_EXTRAS=1 makes a missing
-# library fail them instead of skipping.
-EXTRAS       := mem0ai,graphiti,langmem
+# The tests need the three pip-installable memory libraries and Phoenix (pinned extras, installed into
+# this venv once): the scripted adapter tests (tests/unit/test_adapters_scripted.py) run mem0ai's,
+# graphiti-core's and langmem's own code against a scripted model, the OpenTelemetry export test
+# (tests/functional/test_export_phoenix.py) sends recordings to a real Phoenix server on loopback and
+# reads them back, and MEMPROBE_REQUIRE_EXTRAS=1 makes a missing library fail them instead of skipping.
+EXTRAS       := mem0ai,graphiti,langmem,otel
 EXTRAS_STAMP := $(VENV)/.memprobe-extras
 $(EXTRAS_STAMP): $(STAMP) pyproject.toml
 	$(BIN)/python -m pip install --quiet -e ".[local,dev,$(EXTRAS)]"

@@ -40,13 +40,17 @@ def otel(
     endpoint: Annotated[Optional[str], typer.Option(
         "--endpoint", help="Also POST them to this OTLP/HTTP receiver (http://host:4318; /v1/traces is added). "
                            "Headers from OTEL_EXPORTER_OTLP_HEADERS.")] = None,
+    protocol: Annotated[str, typer.Option(
+        "--protocol", help="The encoding of the POST: http/json, or http/protobuf for receivers that take only "
+                           "protobuf (Phoenix; needs opentelemetry-proto, in memprobe[otel]). The file is JSON.")
+    ] = "http/json",
     content: Annotated[bool, typer.Option(
         "--content", help="Include message texts, responses, memory records and queries (opt-in GenAI "
                           "attributes; they hold what the users said).")] = False,
 ) -> None:
     """The recording as OpenTelemetry traces: one trace per unit, a span per stage, GenAI model-call
     and memory spans (docs/exports.md)."""
-    _run("otel", ExportJob(recordings=(recording,), out=out, endpoint=endpoint, content=content))
+    _run("otel", ExportJob(recordings=(recording,), out=out, endpoint=endpoint, content=content, protocol=protocol))
 
 
 @export_app.command("html")

@@ -19,8 +19,8 @@ class ExportJob:
     ``out`` None: the format's default next to the working directory (named after the recording).
     ``frames``: for csv/parquet, the bundle to write (report and compare pass theirs); None reads
     the recordings' report frames. ``content`` (otel): put message texts and memory records on the
-    spans. ``endpoint`` (otel): also POST the traces there. ``cases`` (html): ``USER:DIM`` cases
-    whose why-chain to include.
+    spans. ``endpoint`` (otel): also POST the traces there, in ``protocol``'s encoding (``http/json``
+    or ``http/protobuf``). ``cases`` (html): ``USER:DIM`` cases whose why-chain to include.
     """
 
     recordings: tuple[Path, ...] = ()
@@ -28,6 +28,7 @@ class ExportJob:
     frames: Mapping[str, pd.DataFrame] | None = None
     content: bool = False
     endpoint: str | None = None
+    protocol: str = "http/json"
     cases: tuple[str, ...] = ()
 
 

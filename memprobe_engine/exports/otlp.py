@@ -32,7 +32,7 @@ The recording holds no secret (keys are scrubbed when written), and nothing else
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -453,9 +453,11 @@ def _document(resource: Json, scope: Json, spans: list[Json]) -> Json:
     return {"resourceSpans": [{"resource": resource, "scopeSpans": [{"scope": scope, "spans": spans}]}]}
 
 
-def recording_traces(directory: Path, content: bool = False) -> Traces:
+def recording_traces(directory: Path, content: bool = False, extra_resource: Mapping[str, str] | None = None) -> Traces:
     """The recording at ``directory`` as one OTLP/JSON ``ExportTraceServiceRequest``; spans are grouped
-    by trace, traces in the order their root spans were opened."""
+    by trace, traces in the order their root spans were opened. ``extra_resource``: more resource
+    attributes (``OTEL_RESOURCE_ATTRIBUTES``: Phoenix's ``openinference.project.name``); the recording's
+    own win over them."""
     from memprobe_engine import __version__
 
     with open_recording(directory) as reader:
@@ -464,9 +466,11 @@ def recording_traces(directory: Path, content: bool = False) -> Traces:
     by_trace: dict[str, list[Json]] = {}
     for span in spans:
         by_trace.setdefault(span.trace_id, []).append(span.to_json())
-    resource: Json = {"attributes": attributes({
+    own: dict[str, AttrValue] = {
         "service.name": "memprobe", "service.version": __version__, "memprobe.run_id": header.run_id,
-        "memprobe.suite": header.suite, "memprobe.schema_version": header.schema_version})}
+        "memprobe.suite": header.suite, "memprobe.schema_version": header.schema_version}
+    extra = {key: value for key, value in (extra_resource or {}).items() if key not in own}
+    resource: Json = {"attributes": attributes({**own, **extra})}
     scope: Json = {"name": "memprobe.exports.otlp", "version": __version__}
     flat = [span for group in by_trace.values() for span in group]
     return Traces(resource, scope, flat, len(by_trace), skipped)

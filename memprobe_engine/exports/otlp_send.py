@@ -1,5 +1,7 @@
 """``memprobe export otel``: write a recording's traces to a file and/or POST them to an OTLP/HTTP
-receiver (``/v1/traces``, ``Content-Type: application/json``).
+receiver (``/v1/traces``): OTLP/JSON (``Content-Type: application/json``) by default, or with
+``--protocol http/protobuf`` the binary encoding (``application/x-protobuf``: Phoenix takes only that;
+:mod:`memprobe_engine.exports.otlp_proto`). The file is JSON either way.
 
 The endpoint is either a base URL (``http://localhost:4318``, to which ``/v1/traces`` is added, as
 ``OTEL_EXPORTER_OTLP_ENDPOINT`` works) or the full traces URL. Headers a receiver needs (an API key)
@@ -24,7 +26,13 @@ from memprobe_engine.exports.otlp import Traces, recording_traces, trace_bytes
 from memprobe_engine.exports.job import ExportJob, ExportResult, default_out
 
 TRACES_PATH = "/v1/traces"
+#: The OTLP/HTTP encodings ``--protocol`` takes (the names of OTEL_EXPORTER_OTLP_PROTOCOL); JSON first,
+#: the default.
+PROTOCOLS = ("http/json", "http/protobuf")
 HEADER_VARIABLES = ("OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS")
+#: Resource attributes to add (``k=v,k2=v2``), as an OpenTelemetry SDK reads them; MemProbe's own
+#: (``service.name``, ``memprobe.run_id``…) win over them.
+RESOURCE_VARIABLE = "OTEL_RESOURCE_ATTRIBUTES"
 
 
 class ExportFailed(MemProbeError):
@@ -42,23 +50,43 @@ def traces_url(endpoint: str) -> str:
     return urllib.parse.urlunsplit(parsed._replace(path=parsed.path.rstrip("/") + TRACES_PATH))
 
 
-def _headers() -> dict[str, str]:
-    headers = {"Content-Type": "application/json"}
-    for name in HEADER_VARIABLES:
+def _pairs(*variables: str) -> dict[str, str]:
+    """The ``k=v,k2=v2`` pairs of the environment variables (percent-decoded; later ones win)."""
+    found: dict[str, str] = {}
+    for name in variables:
         for pair in (os.environ.get(name) or "").split(","):
             key, sep, value = pair.partition("=")
             if sep and key.strip():
-                headers[urllib.parse.unquote(key.strip())] = urllib.parse.unquote(value.strip())
-    return headers
+                found[urllib.parse.unquote(key.strip())] = urllib.parse.unquote(value.strip())
+    return found
 
 
-def post_traces(traces: Traces, endpoint: str, timeout_s: float = 15.0) -> str:
-    """POST every batch of ``traces``; the line to print on success, ExportFailed (one line) otherwise."""
+def _headers(protocol: str) -> dict[str, str]:
+    content_type = "application/json" if protocol == "http/json" else "application/x-protobuf"
+    return {"Content-Type": content_type, **_pairs(*HEADER_VARIABLES)}
+
+
+def check_protocol(protocol: str) -> str:
+    """``protocol`` when it is one ``--protocol`` takes, else ConfigError (one line)."""
+    if protocol not in PROTOCOLS:
+        grpc = " (gRPC is not sent: use the receiver's OTLP/HTTP port)" if protocol == "grpc" else ""
+        raise ConfigError(f"--protocol {protocol!r}: use {' or '.join(PROTOCOLS)}{grpc}.")
+    return protocol
+
+
+def post_traces(traces: Traces, endpoint: str, timeout_s: float = 15.0, protocol: str = "http/json") -> str:
+    """POST every batch of ``traces`` in ``protocol``'s encoding; the line to print on success,
+    ExportFailed (one line) otherwise."""
     url = traces_url(endpoint)
-    headers = _headers()
+    headers = _headers(check_protocol(protocol))
     sent = 0
     for batch, count in traces.batches():
-        body = orjson.dumps(batch)
+        if protocol == "http/json":
+            body = orjson.dumps(batch)
+        else:
+            from memprobe_engine.exports.otlp_proto import encode_request
+
+            body = encode_request(batch)
         request = urllib.request.Request(url, data=body, headers=headers, method="POST")
         try:
             with urllib.request.urlopen(request, timeout=timeout_s) as response:
@@ -71,12 +99,12 @@ def post_traces(traces: Traces, endpoint: str, timeout_s: float = 15.0) -> str:
             reason = getattr(err, "reason", None) or err
             raise ExportFailed(f"--endpoint {url}: cannot send the traces ({reason}); is an OTLP/HTTP receiver "
                                f"listening there? {sent} of {len(traces.spans)} spans were sent.") from None
-        rejected = _rejected(answer)
+        rejected, message = _rejected(answer, protocol)
         if rejected:
             raise ExportFailed(f"--endpoint {url}: the receiver rejected {rejected} span(s) "
-                               f"({_partial_message(answer)}).")
+                               f"({message or 'no reason given'}).")
         sent += count
-    return f"sent {sent} spans in {traces.traces} traces to {url}"
+    return f"sent {sent} spans in {traces.traces} traces to {url} ({protocol})"
 
 
 def _partial(answer: bytes) -> dict[str, object]:
@@ -88,16 +116,19 @@ def _partial(answer: bytes) -> dict[str, object]:
     return found if isinstance(found, dict) else {}
 
 
-def _rejected(answer: bytes) -> int:
-    value = _partial(answer).get("rejectedSpans")
+def _rejected(answer: bytes, protocol: str) -> tuple[int, str]:
+    """The answer's rejected span count and its error message (its ``partialSuccess``)."""
+    if protocol == "http/protobuf":
+        from memprobe_engine.exports.otlp_proto import decode_partial
+
+        return decode_partial(answer)
+    partial = _partial(answer)
+    value = partial.get("rejectedSpans")
     try:
-        return int(str(value)) if value is not None else 0
+        rejected = int(str(value)) if value is not None else 0
     except ValueError:
-        return 0
-
-
-def _partial_message(answer: bytes) -> str:
-    return str(_partial(answer).get("errorMessage") or "no reason given")
+        rejected = 0
+    return rejected, str(partial.get("errorMessage") or "")
 
 
 def export_otel(job: ExportJob) -> ExportResult:
@@ -105,7 +136,9 @@ def export_otel(job: ExportJob) -> ExportResult:
     given) first, then the POST."""
     if len(job.recordings) != 1:
         raise ConfigError("export otel takes one recording.")
-    traces = recording_traces(Path(job.recordings[0]), content=job.content)
+    check_protocol(job.protocol)
+    traces = recording_traces(Path(job.recordings[0]), content=job.content,
+                              extra_resource=_pairs(RESOURCE_VARIABLE))
     result = ExportResult()
     if traces.skipped_lines:
         result.lines.append(f"warning: {traces.skipped_lines} damaged line(s) skipped "
@@ -116,7 +149,7 @@ def export_otel(job: ExportJob) -> ExportResult:
         result.lines.append(f"wrote {len(traces.spans)} spans in {traces.traces} traces to {out}")
     if job.endpoint is not None:
         try:
-            result.lines.append(post_traces(traces, job.endpoint))
+            result.lines.append(post_traces(traces, job.endpoint, protocol=job.protocol))
         except ExportFailed as err:
             if result.written:
                 raise ExportFailed(f"{err} The file {result.written[0]} was written.") from None

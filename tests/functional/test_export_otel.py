@@ -4,6 +4,7 @@ semantic conventions' span names and attributes; ids are deterministic; failures
 
 from __future__ import annotations
 
+import base64
 import json
 import subprocess
 import sys
@@ -26,18 +27,22 @@ MEMORY_OPERATIONS = {"create_memory_store", "create_memory", "update_memory", "u
 
 
 class Receiver:
-    """A loopback OTLP/HTTP receiver: keeps each POST body to /v1/traces; ``answer`` sets the reply."""
+    """A loopback OTLP/HTTP receiver: keeps each POST body to /v1/traces (JSON parsed, protobuf as bytes)
+    and its Content-Type; ``answer`` sets the reply."""
 
     def __init__(self) -> None:
         self.bodies: list[dict[str, object]] = []
+        self.raw: list[tuple[str, bytes]] = []
         self.answer: tuple[int, bytes] = (200, b"{}")
         receiver = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:  # noqa: N802 - the http.server hook
                 body = self.rfile.read(int(self.headers["Content-Length"]))
-                assert self.path == "/v1/traces" and self.headers["Content-Type"] == "application/json"
-                receiver.bodies.append(json.loads(body))
+                assert self.path == "/v1/traces"
+                receiver.raw.append((self.headers["Content-Type"], body))
+                if self.headers["Content-Type"] == "application/json":
+                    receiver.bodies.append(json.loads(body))
                 status, reply = receiver.answer
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
@@ -83,7 +88,8 @@ def cli(*args: str) -> str:
 def test_a_shipped_run_reaches_a_receiver_as_genai_spans(receiver: Receiver, tmp_path: Path) -> None:
     rec = SHIPPED / "sample-quick-fixed-user_001"
     out = cli("export", "otel", str(rec), "--endpoint", receiver.url, "--content", "--out", str(tmp_path / "t.json"))
-    assert f"to {receiver.url}/v1/traces" in out
+    assert f"to {receiver.url}/v1/traces (http/json)" in out
+    assert [content_type for content_type, _ in receiver.raw] == ["application/json"]
     spans = receiver.spans()
     assert spans == json.loads((tmp_path / "t.json").read_text())["resourceSpans"][0]["scopeSpans"][0]["spans"]
     # one trace per unit (nomem, longctx_full of user_001) and one for the run
@@ -211,3 +217,45 @@ def test_a_damaged_line_is_skipped_and_named(tmp_path: Path) -> None:
     (rec / "events.jsonl").write_bytes(b"\n".join(lines))
     out = cli("export", "otel", str(rec), "--out", str(tmp_path / "t.json"))
     assert "warning: 1 damaged line(s) skipped" in out and "wrote 90 spans in 3 traces" in out
+
+
+def test_protobuf_on_request_with_resource_attributes(receiver: Receiver, tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """--protocol http/protobuf (Phoenix takes only that; tests/functional/test_export_phoenix.py sends to
+    one): the same document in OpenTelemetry's own messages, ids as bytes; OTEL_RESOURCE_ATTRIBUTES adds
+    resource attributes (Phoenix's project) under MemProbe's own; a rejection in the protobuf answer is
+    one line; gRPC is refused in one line."""
+    pytest.importorskip("opentelemetry.proto", reason="opentelemetry-proto: pip install 'memprobe[otel]'")
+    from google.protobuf import json_format
+    from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
+
+    rec = SHIPPED / "sample-quick-fixed-user_001"
+    monkeypatch.setenv("OTEL_RESOURCE_ATTRIBUTES", "openinference.project.name=audit%20one,service.name=other")
+    receiver.answer = (200, trace_service_pb2.ExportTraceServiceResponse().SerializeToString())
+    out = cli("export", "otel", str(rec), "--endpoint", receiver.url, "--protocol", "http/protobuf", "--content",
+              "--out", str(tmp_path / "t.json"))
+    assert f"sent 90 spans in 3 traces to {receiver.url}/v1/traces (http/protobuf)" in out
+    (content_type, body), = receiver.raw
+    assert content_type == "application/x-protobuf"
+    got = json_format.MessageToDict(trace_service_pb2.ExportTraceServiceRequest.FromString(body),
+                                    use_integers_for_enums=True)
+    for span in got["resourceSpans"][0]["scopeSpans"][0]["spans"]:
+        for key in ("traceId", "spanId", "parentSpanId"):
+            if key in span:
+                span[key] = base64.b64decode(span[key]).hex()
+        for link in span.get("links", []):
+            link.update(traceId=base64.b64decode(link["traceId"]).hex(), spanId=base64.b64decode(link["spanId"]).hex())
+    # the file is the OTLP/JSON of the same request (protobuf leaves an empty array's values out)
+    written = json.loads((tmp_path / "t.json").read_text().replace('{"values":[]}', "{}"))
+    assert got == written
+    resource = attrs(got["resourceSpans"][0]["resource"])
+    assert resource["openinference.project.name"] == "audit one" and resource["service.name"] == "memprobe"
+    rejected = trace_service_pb2.ExportTraceServiceResponse()
+    rejected.partial_success.rejected_spans = 3
+    rejected.partial_success.error_message = "too old"
+    receiver.answer = (200, rejected.SerializeToString())
+    result = CliRunner().invoke(app, ["export", "otel", str(rec), "--endpoint", receiver.url,
+                                      "--protocol", "http/protobuf"])
+    assert "rejected 3 span(s) (too old)" in str(result.exception)
+    result = CliRunner().invoke(app, ["export", "otel", str(rec), "--endpoint", receiver.url, "--protocol", "grpc"])
+    assert "--protocol 'grpc': use http/json or http/protobuf (gRPC is not sent" in str(result.exception)
