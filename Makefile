@@ -71,11 +71,10 @@ demo-paradigms: $(STAMP)
 	$(BIN)/memprobe report $(PARADIGM_RUN) --csv $(PARADIGM_RUN)/report
 	@echo "replay it in a terminal: $(BIN)/memprobe replay $(PARADIGM_RUN)"
 
-# The tests need the three pip-installable memory libraries and Phoenix (pinned extras, installed into
-# this venv once): the scripted adapter tests (tests/unit/test_adapters_scripted.py) run mem0ai's,
-# graphiti-core's and langmem's own code against a scripted model, the OpenTelemetry export test
-# (tests/functional/test_export_phoenix.py) sends recordings to a real Phoenix server on loopback and
-# reads them back, and MEMPROBE_REQUIRE_EXTRAS=1 makes a missing library fail them instead of skipping.
+# The tests need the three pip-installable memory libraries (pinned extras, installed into this venv
+# once): the scripted adapter tests (tests/unit/test_adapters_scripted.py) run mem0ai's, graphiti-core's
+# and langmem's own code against a scripted model, and MEMPROBE_REQUIRE_EXTRAS=1 makes a missing
+# library fail them instead of skipping. `otel` is the protobuf encoding of `memprobe export otel`.
 EXTRAS       := mem0ai,graphiti,langmem,otel
 EXTRAS_STAMP := $(VENV)/.memprobe-extras
 $(EXTRAS_STAMP): $(STAMP) pyproject.toml
@@ -89,8 +88,20 @@ EEE_WHEEL := .test-cache/every-eval-ever/every_eval_ever-0.3.0-py3-none-any.whl
 $(EEE_WHEEL): | $(STAMP)
 	$(BIN)/python tests/eee_wheel.py
 
-test: $(EXTRAS_STAMP) $(EEE_WHEEL)
-	MEMPROBE_REQUIRE_EXTRAS=1 $(BIN)/python -m pytest -q
+# The OpenTelemetry receiver the export is sent to (tests/functional/test_export_phoenix.py): Phoenix, in a
+# venv of its own under .test-cache/ (ignored by git) because no Phoenix release installs beside our pins
+# without changing one (14.6.0: wrapt 2 -> 1; later ones tenacity, python-dateutil, anthropic), and its
+# pytest plugin would load its server into every test process. Its strawberry-graphql 0.314.3 allows
+# graphql-core 3.3, which it cannot import: graphql-core is pinned to 3.2.
+PHOENIX_VENV  := .test-cache/phoenix-venv
+PHOENIX_STAMP := $(PHOENIX_VENV)/.installed
+$(PHOENIX_STAMP):
+	test -x $(PHOENIX_VENV)/bin/python || $(PYTHON) -m venv $(PHOENIX_VENV)
+	$(PHOENIX_VENV)/bin/python -m pip install --quiet "arize-phoenix==14.6.0" "graphql-core==3.2.14"
+	touch $@
+
+test: $(EXTRAS_STAMP) $(EEE_WHEEL) $(PHOENIX_STAMP)
+	MEMPROBE_REQUIRE_EXTRAS=1 MEMPROBE_PHOENIX_PYTHON=$(abspath $(PHOENIX_VENV))/bin/python $(BIN)/python -m pytest -q
 
 # The slow part of the libraries' acceptance (pytest marker `extras`): cognee in its own venv,
 # .venv-cognee (its pins conflict with ours; about 1.6 GB), its scripted worker test, and for each

@@ -1,11 +1,11 @@
-"""`memprobe export otel` into a real OpenTelemetry receiver: Phoenix (arize-phoenix, the `otel` extra)
+"""`memprobe export otel` into a real OpenTelemetry receiver: Phoenix (arize-phoenix, in a venv of its own that `make test` makes)
 started on loopback with its own sqlite folder. A shipped recording and a runner-written one (mem0 with
 add, update and delete) are sent with the real CLI over OTLP/HTTP — protobuf, the only body Phoenix's
 /v1/traces takes (JSON gets HTTP 415) — each into a Phoenix project named by OTEL_RESOURCE_ATTRIBUTES,
 then read back through Phoenix's REST API (GET /v1/projects/{name}/spans/otlpv1). Checked: every span
 arrived once with the exported ids, parent, name, attributes and events; the span names and attributes
 follow the GenAI conventions (model calls, memory operations, evaluation events). Part of `make test`,
-which installs the extra and sets MEMPROBE_REQUIRE_EXTRAS (a missing Phoenix then fails, never skips).
+which installs Phoenix and sets MEMPROBE_REQUIRE_EXTRAS (a missing Phoenix then fails, never skips).
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 import urllib.error
 import urllib.parse
@@ -24,7 +23,6 @@ import urllib.request
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
-from importlib import metadata
 from pathlib import Path
 
 import pytest
@@ -45,15 +43,19 @@ MEMORY_OPERATIONS = {"create_memory_store", "create_memory", "update_memory", "u
 Json = dict[str, object]
 
 
-def _require(distribution: str) -> None:
-    """Skip without the `otel` extra, unless MEMPROBE_REQUIRE_EXTRAS is set (`make test`): then fail."""
-    try:
-        metadata.version(distribution)
-    except metadata.PackageNotFoundError:
-        reason = f"{distribution} is not installed: pip install 'memprobe[otel]' (make test installs it)"
+def phoenix_python() -> str:
+    """The Python of the venv Phoenix is installed in (`make test` makes it under .test-cache/ and names it
+    in MEMPROBE_PHOENIX_PYTHON); a missing one skips, unless MEMPROBE_REQUIRE_EXTRAS is set: then it fails."""
+    python = os.environ.get("MEMPROBE_PHOENIX_PYTHON") or str(ROOT / ".test-cache" / "phoenix-venv" / "bin" / "python")
+    found = subprocess.run([python, "-c", "import phoenix.server.main"], capture_output=True, text=True) \
+        if Path(python).is_file() else None
+    if found is None or found.returncode != 0:
+        reason = (f"no Phoenix at {python} (`make test` installs arize-phoenix==14.6.0 into .test-cache/phoenix-venv; "
+                  f"or set MEMPROBE_PHOENIX_PYTHON to a Python that has it)")
         if os.environ.get("MEMPROBE_REQUIRE_EXTRAS"):
             pytest.fail(reason + "; MEMPROBE_REQUIRE_EXTRAS is set, so this does not skip")
         pytest.skip(reason)
+    return python
 
 
 @dataclass
@@ -116,7 +118,7 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
 
 @pytest.fixture(scope="module")
 def phoenix(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Phoenix]:
-    _require("arize-phoenix")
+    python = phoenix_python()
     folder = tmp_path_factory.mktemp("phoenix")
     port, grpc_port = free_port(), free_port()
     # Nothing of the caller's Phoenix or OpenTelemetry settings (a Postgres URL, an exporter of its own).
@@ -127,7 +129,7 @@ def phoenix(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Phoenix]:
                 "PHOENIX_LOG_MIGRATIONS": "false", "HOME": str(folder)})
     log = folder / "phoenix.log"
     with log.open("wb") as sink:
-        process = subprocess.Popen([sys.executable, "-m", "phoenix.server.main", "serve", "--no-ui"], env=env,
+        process = subprocess.Popen([python, "-m", "phoenix.server.main", "serve", "--no-ui"], env=env,
                                    cwd=folder, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True)
     server = Phoenix(f"http://127.0.0.1:{port}", process, log)
     try:
