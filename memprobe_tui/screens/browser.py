@@ -21,12 +21,15 @@ from memprobe_engine.replay import RecordingEntry, list_recordings
 from memprobe_engine.protocols import headline_and_damage, headline_text, open_session
 from memprobe_tui.messages import Loaded
 from memprobe_tui.screens.base import ReplayScreen
-from memprobe_tui.widgets.table_fill import fill_table
+from memprobe_tui.widgets.table_fill import ColumnSpec
 from memprobe_tui.widgets.table_search import SearchableTable
 
-# The columns one decides by come first, so they stay visible at 80 columns.
-COLUMNS = [("folder", "folder"), ("status", "status"), ("B full/top-k", "b"), ("created", "created"),
-           ("systems", "systems"), ("users", "users"), ("run id", "run"), ("suite", "suite"), ("size", "size")]
+# The columns one decides by come first, so they stay visible at 80 columns (the list is newest
+# first already: `created` can wait); the folder, the systems and the run id may be cut (…) to a
+# least width, and what does not fit is named whole under the table, for the cursor's row.
+COLUMNS: list[ColumnSpec] = [("folder", "folder", 20), ("status", "status"), ("B full/top-k", "b"),
+                             ("systems", "systems", 10), ("users", "users"), ("created", "created"),
+                             ("run id", "run", 12), ("suite", "suite"), ("size", "size")]
 REFRESH_EVERY_S = 2.0
 _STATUS_STYLE = {"completed": "green", "running": "yellow", "incomplete": "red", "failed": "bold red",
                  "interrupted": "red", "unreadable": "bold red"}
@@ -87,7 +90,9 @@ the rows; Enter opens a recording.
 
     def compose(self) -> ComposeResult:
         yield from self.compose_top()
-        yield SearchableTable(id="recordings")
+        table = SearchableTable(id="recordings")
+        yield table
+        yield table.row_detail
         yield from self.compose_bottom()
 
     def on_mount(self) -> None:
@@ -146,10 +151,10 @@ the rows; Enter opens a recording.
             created = dt.datetime.fromtimestamp(e.created).strftime("%Y-%m-%d %H:%M")
             rows.append((str(e.path), (
                 e.path.name, _status(e, self.damage.get(e.path)),
-                self.headlines.get(e.path, "—" if e.problem else "…"), created, ",".join(e.systems) or "—",
-                "—" if e.users is None else str(e.users), e.run_id if not e.problem else "—", e.suite,
+                self.headlines.get(e.path, "—" if e.problem else "…"), ",".join(e.systems) or "—",
+                "—" if e.users is None else str(e.users), created, e.run_id if not e.problem else "—", e.suite,
                 _size(e.size_bytes))))
-        fill_table(self.query_one(DataTable), COLUMNS, rows)
+        self.query_one(SearchableTable).fill(COLUMNS, rows, drop=True)
 
     def action_cursor(self, delta: int) -> None:
         table = self.query_one(DataTable)
