@@ -21,6 +21,7 @@ from textual.widgets import Static
 from memprobe_engine.recovery.read.compare import CompareA, compare_recovery
 from memprobe_engine.recovery.read.compare_case import CaseComparison, CaseSide, compare_case
 from memprobe_engine.replay import ReplaySession
+from memprobe_engine.replay.memory_view import step_numbered
 from memprobe_engine.report.compare_inputs import Selection
 from memprobe_engine.recovery.read.compare_render import LABEL_NAMES, MODE_NAMES
 from memprobe_engine.report.compare_render import CHANGE_MARKS
@@ -178,7 +179,7 @@ def side_text(side: CaseSide, mode: str, only_here: list[str], shared: int) -> T
                 f"{len(only_here)} only here\n", style="bold")
     for item in only_here[:12]:
         text.append("+ ", style="green")
-        text.append(f"{word_cut(item, ITEM_CHARS)}\n")
+        text.append(f"{word_cut(step_numbered(item), ITEM_CHARS)}\n")
     if len(only_here) > 12:
         text.append(f"… {len(only_here) - 12} more only here\n", style="dim")
     text.append("\ndialogue of the task\n", style="bold")

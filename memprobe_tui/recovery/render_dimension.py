@@ -11,7 +11,7 @@ from rich.text import Text
 from memprobe_engine.recovery.read import DimensionDetail, ModeDetail
 from memprobe_engine.recovery.read.why import WhyChain
 from memprobe_engine.replay import one_line
-from memprobe_engine.replay.memory_view import item_text
+from memprobe_engine.replay.memory_view import item_text, step_numbered
 from memprobe_tui.recovery.render_why import why_lines
 from memprobe_tui.render import Lines, field, heading
 
@@ -107,7 +107,7 @@ def _read_lines(detail: DimensionDetail | None, mode: ModeDetail, relevant: list
         if mode.mode == "dump_all" and rank == READ_SHOWN:
             lines.append(Text(f"  … {len(mode.retrieved) - READ_SHOWN} more: m lists them all", style="dim"))
             break
-        shown = one_line(item_text(item), 90) if item else "(not in the rebuilt store)"
+        shown = one_line(step_numbered(item_text(item)), 90) if item else "(not in the rebuilt store)"
         where = written.get(item_id, "")
         star = "★" if item_id in wanted else " "
         lines.append(Text(f" {star}{item_id} {'' if score is None else f'{score:.3f} '}[{where}]  {shown}",

@@ -12,7 +12,7 @@ import pytest
 from rich.text import Text
 
 from memprobe_engine.protocols import open_session
-from memprobe_engine.replay.memory_view import item_text
+from memprobe_engine.replay.memory_view import item_text, step_numbered
 from memprobe_tui.app import MemProbeApp
 from memprobe_tui.screens.memory import MemoryScreen
 from memprobe_tui.widgets.detail_log import DetailLog
@@ -44,7 +44,7 @@ async def test_memory_table_fits_80_columns_with_short_ids_and_marked_cuts(name:
             cells = [c.plain if isinstance(c, Text) else str(c) for c in table.get_row(key)]
             shown_id = next(c for c in cells if c.rstrip("…") and item_id.startswith(c.rstrip("…")))
             assert shown_id == item_id or (len(item_id) > 9 and shown_id == item_id[:8] + "…")
-            text, full = cells[-1], " ".join(item_text(items[item_id]).split())
+            text, full = cells[-1], step_numbered(" ".join(item_text(items[item_id]).split()))
             assert text == full or (text.endswith("…") and full.startswith(text[:-1])), (text, full)
         detail = screen.query_one(DetailLog).text()
         first = keys[table.cursor_row].lstrip("-")
