@@ -1,5 +1,6 @@
 """Recordings browser (``memprobe tui [DIR]``): every recording in a folder, newest first, named by
-its folder, with status, headline B (systems under test: the nomem baseline left out), run id,
+its folder, with status, headline B (systems under test: the nomem baseline left out; protocol B:
+accuracy per memory system, the baselines left out), run id,
 suite, systems, users and size. The list comes from headers at once; each headline needs an index
 pass, so a worker fills them in one by one. While any run is live the list refreshes itself, and
 only the recordings that changed get their headline recomputed."""
@@ -66,8 +67,10 @@ failed / unreadable (the reason is shown instead of numbers).
 `B full/top-k` is the headline hidden-state recovery score of the run: the mean over the memory
 systems under test of each system's B (0–1), with the full store / with top-k retrieval. The
 `nomem` baseline is left out (it is the no-memory reference), unless the run holds nothing else.
-A protocol-B (paradigm) run shows `acc` instead: the share of its probes answered correctly, over
-every system's probes. `…` while it is being computed, `—` when nothing is judged yet.
+A protocol-B (paradigm) run shows `acc` instead: per memory system, the share of its probes
+answered correctly (`acc amem 0.625`); the baselines (reference input protocols, heuristics) are
+not pooled in, unless the run holds nothing else. `…` while it is being computed, `—` when nothing
+is judged yet.
 
 The list refreshes by itself every few seconds while a run is live; F5 rescans now; `/` searches
 the rows; Enter opens a recording.
