@@ -197,27 +197,49 @@ def _mode_detail(session: ReplaySession, span: SpanRec, owner: frozenset[str], s
 
 
 def _add_rescore_stages(session: ReplaySession, modes: dict[str, ModeDetail], user_id: str, system: str,
-                        dimension: str) -> None:
-    """Give each mode the attribution stages of its latest ``rescore`` span (by recording order)."""
+                        dimension: str, layer: str | None = None) -> None:
+    """Give each mode the attribution stages of its latest ``rescore`` span of judgment ``layer`` (by
+    recording order). A named layer's span gives the mode its slot-fill, judge score, stages, label and
+    calls instead: what the layer judged replaces what the run's own did, in the layer's view."""
     index = session.index
     with index.lock:
-        latest: dict[str, tuple[SpanRec, frozenset[str]]] = {}
-        for span in index.spans.values():
-            if span.kind == "rescore" and (span.user_id, span.system) == (user_id, system) and \
-                    (span.dimension or span.attrs.get("dimension")) == dimension:
-                mode = str(span.attrs.get("mode", "?"))
-                if mode not in latest or span.line > latest[mode][0].line:
-                    latest[mode] = (span, frozenset(index.descendants(span)))
+        spans = sorted(((span, frozenset(index.descendants(span))) for span in index.spans.values()
+                        if span.kind == "rescore" and (span.user_id, span.system) == (user_id, system)
+                        and (span.dimension or span.attrs.get("dimension")) == dimension),
+                       key=lambda found: -found[0].line)
         scanned = index.scanned_lines
-    for mode, (span, owner) in latest.items():
-        if mode in modes:
-            last = span.end_line if span.end_line is not None else scanned - 1
-            step = StepRef(span.span_id, "turn", -1, -1, span.line, last, owner)
-            modes[mode].rescore_stages = [e for e in step_events(session, step) if e.kind == "attribution_stage"]
+    done: set[str] = set()
+    for span, owner in spans:  # the latest first
+        mode = str(span.attrs.get("mode", "?"))
+        if mode in done or mode not in modes:
+            continue
+        last = span.end_line if span.end_line is not None else scanned - 1
+        events = list(step_events(session, StepRef(span.span_id, "turn", -1, -1, span.line, last, owner)))
+        judged = [e for e in events if e.kind in ("judge_score", "slot_fill")]
+        if not judged or judged[0].layer != layer:
+            continue
+        done.add(mode)
+        stages = [e for e in events if e.kind == "attribution_stage"]
+        target = modes[mode]
+        if layer is None:
+            target.rescore_stages = stages
+            continue
+        target.slot_fill = next((e for e in events if isinstance(e, SlotFill)), target.slot_fill)
+        target.judge = next((e for e in events if isinstance(e, JudgeScore)), None)
+        target.label = next((e for e in events if isinstance(e, AttributionLabel)), None)
+        target.stages, target.rescore_stages = stages, []
+        target.calls = [(e.seq, str(e.role)) for e in events if e.kind == "llm_call"]
+        target.call_seqs = [seq for seq, _ in target.calls]
+    if layer is not None:  # a mode the layer never judged shows nothing of the run's own
+        for mode, target in modes.items():
+            if mode not in done:
+                target.slot_fill = target.judge = target.label = None
+                target.stages, target.rescore_stages, target.calls, target.call_seqs = [], [], [], []
 
-
-def dimension_detail(session: ReplaySession, user_id: str, system: str, dimension: str) -> DimensionDetail:
-    """Gather the detail (reads the dimension's few spans; may rebuild a store: run it in a worker)."""
+def dimension_detail(session: ReplaySession, user_id: str, system: str, dimension: str,
+                     layer: str | None = None) -> DimensionDetail:
+    """Gather the detail (reads the dimension's few spans; may rebuild a store: run it in a worker);
+    the scores, fills and labels of judgment ``layer`` (None: the run's own, ``main``)."""
     index = session.index
     eps = episodes(session, user_id, system)
     episode = next((e for e in eps if e.dimension == dimension), None)
@@ -230,7 +252,7 @@ def dimension_detail(session: ReplaySession, user_id: str, system: str, dimensio
         mode_spans = [(span, frozenset(index.descendants(span))) for span in
                       (index.children(dim_span, "mode") if dim_span else [])]
         scanned = index.scanned_lines
-    pairs = score_pairs(session)
+    pairs = score_pairs(session, layer)
     modes: dict[str, ModeDetail] = {}
     for span, owner in mode_spans:
         detail = _mode_detail(session, span, owner, scanned, pairs, (user_id, system, dimension))
@@ -242,7 +264,7 @@ def dimension_detail(session: ReplaySession, user_id: str, system: str, dimensio
         if detail.pair is not None and detail.pair.latest is not None:
             latest = session.event_by_seq(detail.pair.latest.seq)
             detail.rescore_reason = latest.reason if isinstance(latest, JudgeScore) else None
-    _add_rescore_stages(session, modes, user_id, system, dimension)
+    _add_rescore_stages(session, modes, user_id, system, dimension, layer)
     target, note = load_target(session, user_id, dimension, system)
     category = (target.category if target else None) or (dim_span.attrs.get("category") if dim_span else None) \
         or (episode.category if episode else "?")
