@@ -12,6 +12,7 @@ from memprobe_engine.recovery.read import DimensionDetail, ModeDetail
 from memprobe_engine.recovery.read.why import WhyChain
 from memprobe_engine.replay import one_line
 from memprobe_engine.replay.memory_view import item_text, step_numbered
+from memprobe_engine.replay.queries import turn_short
 from memprobe_tui.recovery.render_why import why_lines
 from memprobe_tui.render import Lines, field, heading
 
@@ -177,7 +178,7 @@ def dimension_lines(detail: DimensionDetail, live: dict[str, dict[str, Any]], wh
         lines.append(Text(f"stage 1 evidence: “{one_line(detail.evidence, 200)}”", style="italic"))
     if detail.evidence_turns:
         for ev in detail.evidence_turns:
-            where = f"T{ev.task_index + 1} {'task' if ev.turn == 0 else f'turn {ev.turn}'}"
+            where = turn_short(ev.task_index, ev.turn)  # as the step list and the why chain name it
             lines.append(Text(f"  {where} {ev.role}: {one_line(ev.text, 110)}", style="cyan"))
         lines.append(Text("  e: open the first of these turns in the transcript", style="dim"))
     else:

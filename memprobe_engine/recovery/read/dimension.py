@@ -27,7 +27,7 @@ from memprobe_engine.replay.memory_view import item_writes
 from memprobe_engine.replay.queries import EpisodeInfo, StepRef, episodes, step_events, task_text
 from memprobe_engine.replay.session import ReplaySession
 from memprobe_engine.recovery.read.steps import step_labeller
-from memprobe_engine.recovery.read.trait import names_in, trait_names
+from memprobe_engine.recovery.read.trait import names_in, proper_names, trait_names
 
 if TYPE_CHECKING:
     from memprobe_engine.recovery.inputs import SimUser
@@ -154,13 +154,27 @@ def _recorded_target(session: ReplaySession, user_id: str, dimension: str, syste
     return None
 
 
+def episode_dialogue(session: ReplaySession, episode: EpisodeInfo) -> list[DialogueTurn]:
+    """The episode's messages, each with the turn (step) it was said in."""
+    return [DialogueTurn(episode.task_index, step.turn, event.role, event.content)
+            for step in episode.steps for event in step_events(session, step) if event.kind == "message"]
+
+
 def evidence_turns(session: ReplaySession, episode: EpisodeInfo, probe: str,
                    threshold: float = 0.5) -> list[EvidenceTurn]:
     """Messages of the episode that contain ``probe`` or share most of its content words (the
     shared rule of ``recovery/case_material.py``)."""
-    dialogue = [DialogueTurn(episode.task_index, step.turn, event.role, event.content)
-                for step in episode.steps for event in step_events(session, step) if event.kind == "message"]
-    return shared_evidence_turns(dialogue, probe, threshold)
+    return shared_evidence_turns(episode_dialogue(session, episode), probe, threshold)
+
+
+def named_user_turns(dialogue: list[DialogueTurn], names: list[str]) -> list[EvidenceTurn]:
+    """The user's turns that name one of the target's ``names`` or a name said beside one of them (a
+    turn naming ``Ponte Vedra Beach`` also names ``Mickler’s Landing``: the user who then picks
+    Mickler’s Landing shows the same local knowledge)."""
+    near = [n for turn in dialogue if names_in(turn.text, names) for n in proper_names(turn.text)]
+    wanted = list(dict.fromkeys([*names, *near]))
+    return [EvidenceTurn(t.task_index, t.turn, t.role, t.text, 1.0) for t in dialogue
+            if t.role == "user" and names_in(t.text, wanted)]
 
 
 def _mode_detail(session: ReplaySession, span: SpanRec, owner: frozenset[str], scanned: int,
@@ -276,10 +290,12 @@ def dimension_detail(session: ReplaySession, user_id: str, system: str, dimensio
     turns = evidence_turns(session, episode, probe, 0.5 if source == "stage 1" else 0.4) if episode and probe else []
     names = trait_names(target)
     if episode is not None and names:  # the user's turns that name the target's places, people…
-        named = evidence_turns(session, episode, names[0], 1.0) + [
-            t for name in names[1:] for t in evidence_turns(session, episode, name, 1.0)]
-        turns += [t for t in named if t.role == "user" and (t.task_index, t.turn, t.role) not in
-                  {(u.task_index, u.turn, u.role) for u in turns}]
+        seen = {(u.task_index, u.turn, u.role) for u in turns}
+        named = [t for t in named_user_turns(episode_dialogue(session, episode), names)
+                 if (t.task_index, t.turn, t.role) not in seen]
+        if named:
+            turns += named
+            source = f"{source} and the target's names" if source else "the target's names"
     # The user's turns first: the disclosure is what the user said, an assistant's echo comes after.
     turns.sort(key=lambda t: (t.role != "user", not names_in(t.text, names), t.task_index, t.turn))
     fills = [m.slot_fill.seq for m in modes.values() if m.slot_fill is not None]
