@@ -113,9 +113,11 @@ async def test_an_llm_call_title_too_long_for_80_columns_ends_in_an_ellipsis() -
     app = replay(FIXED)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
-        app.push_screen(LLMCallScreen(app.screen.session, 167))  # its title is 80 characters
+        assert app.session is not None
+        call = LLMCallScreen(app.session, 167)  # its title is 80 characters
+        app.push_screen(call)
         await settle(pilot)
-        assert app.screen.title_text == ("LLM call #167 · recovery_judge · user_001 × longctx_full · "
+        assert call.title_text == ("LLM call #167 · recovery_judge · user_001 × longctx_full · "
                                          "geographic_knowledge")
         top = svg_rows(app.export_screenshot(), 80)[0].rstrip()
         assert top.endswith("…") and not top.endswith("·"), top
