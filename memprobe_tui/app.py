@@ -22,7 +22,7 @@ from memprobe_tui.keymap import DEFAULT_KEYMAP, load_keymap, unknown_ids
 from memprobe_tui.messages import ShowText
 from memprobe_tui.protocols import entries, entry_for
 from memprobe_tui.screens.base import ReplayScreen
-from memprobe_tui.screens.browser import BrowserScreen
+from memprobe_tui.screens.browser import BrowserCommands, BrowserScreen
 from memprobe_tui.screens.help import HelpScreen
 from memprobe_tui.screens.llm_call import LLMCallScreen
 from memprobe_tui.screens.memory import MemoryScreen
@@ -47,7 +47,7 @@ class MemProbeApp(App[None]):
         Binding("f1", "toggle_help", "Help", id="app.help"),
         Binding("q", "quit", "Quit", show=False, id="app.quit"),  # in F1 help and the palette; saves footer room at 80 columns
     ]
-    COMMANDS = App.COMMANDS | {provider for entry in entries().values() for provider in entry.commands}
+    COMMANDS = App.COMMANDS | {BrowserCommands} | {provider for entry in entries().values() for provider in entry.commands}
 
     def __init__(self, *, session: ReplaySession | None = None, folder: Path | None = None,
                  live: Mapping[str, object] | None = None,

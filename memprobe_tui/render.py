@@ -177,6 +177,9 @@ def item_detail(item_id: str, item: dict[str, Any] | None, mark: str, history: l
         lines += diff_lines(before, item)
         lines.append(heading("fields now"))
     lines += [field(k, v) for k, v in item.items() if k != "id"]
+    if isinstance(item.get("task_index"), int):  # the store's own count from 0, beside steps counted from 1
+        lines.append(Text(f"  task_index {item['task_index']} is the store's own count from 0: task "
+                          f"T{item['task_index'] + 1} in the steps", style="dim"))
     links = item_links(item)
     if links:
         lines.append(field("links", " → ".join(links), "cyan"))

@@ -120,14 +120,23 @@ class ParadigmSpec(ProtocolSpec):
         return recorded_layers(recordings)
 
     def headline(self, session: ReplaySession) -> dict[str, float | None]:
+        from memprobe_engine.paradigms.baselines import HEURISTICS, INPUT_PROTOCOLS
         from memprobe_engine.paradigms.read.queries import episode_rows, system_accuracy
 
-        # Probe accuracy pooled over every system's probes.
-        return {"accuracy": system_accuracy(episode_rows(session)).accuracy}
+        # Probe accuracy per memory system (input protocol ``memory``): the reference protocols and
+        # heuristics are baselines, not pooled in (a run of baselines only shows each of them). An
+        # older header names no protocols: a system named after a reference or heuristic is one.
+        rows = episode_rows(session)
+        systems = list(dict.fromkeys(r.system for r in rows))
+        protocols = ParadigmConfig.of(session.header).input_protocols
+        baselines = {*INPUT_PROTOCOLS, *HEURISTICS}
+        tested = [s for s in systems if protocols.get(s, "baseline" if s in baselines else "memory") == "memory"] \
+            or systems
+        return {s: system_accuracy([r for r in rows if r.system == s]).accuracy for s in tested}
 
     def headline_text(self, values: dict[str, float | None]) -> str:
-        accuracy = values.get("accuracy")
-        return "acc " + ("—" if accuracy is None else f"{accuracy:.3f}")
+        shown = ", ".join(f"{system} {'—' if acc is None else f'{acc:.3f}'}" for system, acc in values.items())
+        return f"acc {shown or '—'}"
 
     def store_steps(self, session: ReplaySession, unit: str, system: str, *, short: bool = True) -> Labelled:
         from memprobe_engine.paradigms.read.steps import store_steps

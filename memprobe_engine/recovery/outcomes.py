@@ -22,7 +22,9 @@ The rules:
   ("no judge score recorded"). A case counts towards B only when it has a score and no exclusion.
 * Each judgment layer is folded on its own (``EventBase.layer``): a fold built for one layer (by
   default the run's own, ``None``) reads the slot-fills, scores and labels of that layer only, so a
-  re-score kept as a named layer never replaces the run's own outcome. Categories come from spans
+  re-score kept as a named layer never replaces the run's own outcome. Within a named layer, the
+  layer's first judgment of a case is that case's original there (it re-scores the run's own, which
+  the layer's fold never sees), a later one of the layer its re-score. Categories come from spans
   whatever their layer.
 * A category comes from the ``dimension`` or ``episode`` span of the case's (system, user); a
   recording that names it only for another unit still gives the dimension's category.
@@ -161,7 +163,10 @@ class OutcomeFold:
             return
         record = JudgeRecord(seq=event.seq, score=event.score, excluded=event.excluded, rescore_of=event.rescore_of)
         case = self.cases.setdefault(key, Outcome())
-        if event.rescore_of is None:
+        # A named layer's first judgment of a case re-scores the run's own (``rescore_of`` points out of
+        # this layer): within the layer it is the original, a later one of the layer its re-score.
+        first_of_layer = self.layer is not None and case.original is None and event.rescore_of not in self._judge_case
+        if event.rescore_of is None or first_of_layer:
             case.original, case.rescores = record, []
         else:
             case.rescores.append(record)

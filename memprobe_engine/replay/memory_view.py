@@ -3,6 +3,7 @@ before (added, updated, unchanged) plus the items that step deleted, and an item
 
 from __future__ import annotations
 
+import re
 import threading
 import weakref
 from dataclasses import dataclass
@@ -63,6 +64,18 @@ def _group_value(value: object) -> str:
     if isinstance(value, list):
         return ",".join(str(v) for v in value)
     return str(value)
+
+
+#: longctx_full's native opening of a task's item (the paper's release counts tasks from 0).
+_NATIVE_TASK = re.compile(r"^\[Task (\d+)\] ")
+
+
+def step_numbered(text: str) -> str:
+    """``text`` with a native ``[Task N] `` opening (N counted from 0, as longctx_full and the paper's
+    release write it) named as the steps name that task, ``[T{N+1} task] ``, so one numbering is on
+    screen (issue 36: store items said ``[Task 0]`` beside steps saying ``T1.1``). For display only:
+    the stored text, which the slot-filler read, is unchanged."""
+    return _NATIVE_TASK.sub(lambda m: f"[T{int(m.group(1)) + 1} task] ", text, count=1)
 
 
 def item_text(item: dict[str, Any]) -> str:

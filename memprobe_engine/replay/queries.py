@@ -252,6 +252,12 @@ def step_short(task_index: int, step: StepRef) -> str:
     return f"T{task_index + 1} {step.label}"
 
 
+def turn_short(task_index: int, turn: int) -> str:
+    """A message's turn as the steps name it: ``T2.1`` (task 2, turn 1), ``T2 task`` for the opening
+    (turn 0): the one numbering of the step list, the why chain and the evidence turns."""
+    return f"T{task_index + 1}.{turn}" if turn else f"T{task_index + 1} task"
+
+
 def find_step(eps: list[EpisodeInfo], seq_line: int) -> tuple[int, int] | None:
     """(episode position, step position) of the step whose line range holds ``seq_line``."""
     for e_pos, episode in enumerate(eps):

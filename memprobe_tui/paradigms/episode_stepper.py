@@ -74,7 +74,8 @@ before/after.
     DEFAULT_CSS = """
     EpisodeScreen #right { width: 1fr; }
     EpisodeScreen #dialogue { height: 1fr; border-top: none; }
-    EpisodeScreen #store-summary { height: 1; padding: 0 1; background: $panel; }
+    EpisodeScreen #store-summary { height: 1; padding: 0 1; background: $panel; text-wrap: nowrap;
+                                  text-overflow: ellipsis; }
     EpisodeScreen StoreDiffTable { height: 40%; }
     """
 

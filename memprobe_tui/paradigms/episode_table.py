@@ -6,7 +6,7 @@ from rich.text import Text
 
 from memprobe_engine.paradigms.read.queries import PROBE_ABBREV, EpisodeRow, ScoreCell
 from memprobe_tui.paradigms.render import fmt_score, score_style
-from memprobe_tui.widgets.table_fill import fill_table
+from memprobe_tui.widgets.table_fill import ColumnSpec
 from memprobe_tui.widgets.table_search import SearchableTable
 
 #: Short forms for the columns one reads at 80 columns.
@@ -41,9 +41,10 @@ class EpisodeTable(SearchableTable):
 
     def show(self, rows: list[EpisodeRow]) -> None:
         width = max((len(r.probes) for r in rows), default=0)
-        columns = [("episode", "episode"), ("acc", "acc"), *((f"P{i + 1}", f"p{i}") for i in range(width)),
-                   ("paradigm", "paradigm"), ("condition", "condition"), ("expected", "expected"),
-                   ("split", "split"), ("sess", "sessions"), ("status", "status")]
+        columns: list[ColumnSpec] = [
+            ("episode", "episode"), ("acc", "acc"), *((f"P{i + 1}", f"p{i}") for i in range(width)),
+            ("paradigm", "paradigm"), ("condition", "condition", 9), ("expected", "expected"),
+            ("split", "split"), ("sess", "sessions"), ("status", "status")]
         cells = []
         for row in rows:
             probes = [probe_cell(row.probes[i] if i < len(row.probes) else None) for i in range(width)]
@@ -54,7 +55,7 @@ class EpisodeTable(SearchableTable):
                 row.paradigm, row.condition, EXPECTED_ABBREV.get(row.expected_behavior, row.expected_behavior),
                 "—" if row.split is None else ("yes" if row.split else "no"), row.sessions_text(),
                 Text(status, style=_STATUS_STYLE.get(status, "yellow")))))
-        fill_table(self, columns, cells)
+        self.fill(columns, cells, drop=True)
 
     def selected(self) -> str | None:
         """The episode id of the cursor row."""

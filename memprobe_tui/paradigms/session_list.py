@@ -10,6 +10,7 @@ from memprobe_engine.paradigms.read.ingest import StoreGrowth
 from memprobe_engine.paradigms.read.queries import EpisodeSteps, ScoreCell
 from memprobe_tui.paradigms.render import PHASE_STYLES, fmt_score, score_style
 from memprobe_tui.widgets.cursor_mark import MarkedOptionList
+from memprobe_tui.widgets.store_table import cut
 
 #: Filler session types by what they are (the phase column already says "filler").
 _FILLER_SHORT = {"filler_weakly_related": "weak", "filler_near_miss": "near-miss", "filler_confusable": "confusable",
@@ -17,13 +18,14 @@ _FILLER_SHORT = {"filler_weakly_related": "weak", "filler_near_miss": "near-miss
 
 
 def session_label(phase: str, session_type: str) -> str:
-    """``encoding``, ``filler near-miss``, ``perturbation``, ``perturbation p2``: 16 cells at most."""
+    """``encoding``, ``filler near-miss``, ``perturbation``, ``perturbation p2``: 16 cells at most, a
+    cut ending in ``…`` (the title names the session's phase and type whole)."""
     if phase == "filler" or session_type.startswith("filler_"):
-        return f"filler {_FILLER_SHORT.get(session_type, session_type.removeprefix('filler_'))}"[:16]
+        return cut(f"filler {_FILLER_SHORT.get(session_type, session_type.removeprefix('filler_'))}", 16)
     if session_type in (phase, "") or session_type.startswith(phase):
         rest = session_type[len(phase):].strip("_ ")
-        return f"{phase} {rest}".strip()[:16]
-    return f"{phase} {session_type}"[:16]
+        return cut(f"{phase} {rest}".strip(), 16)
+    return cut(f"{phase} {session_type}", 16)
 
 
 def session_prompt(label_idx: int, phase: str, session_type: str, growth: StoreGrowth | None) -> Text:

@@ -21,12 +21,13 @@ from textual.widgets import Static
 from memprobe_engine.recovery.read.compare import CompareA, compare_recovery
 from memprobe_engine.recovery.read.compare_case import CaseComparison, CaseSide, compare_case
 from memprobe_engine.replay import ReplaySession
+from memprobe_engine.replay.memory_view import step_numbered
 from memprobe_engine.report.compare_inputs import Selection
 from memprobe_engine.recovery.read.compare_render import LABEL_NAMES, MODE_NAMES
 from memprobe_engine.report.compare_render import CHANGE_MARKS
 from memprobe_tui.messages import Loaded
 from memprobe_tui.screens.base import ReplayScreen
-from memprobe_tui.widgets.table_fill import fill_table
+from memprobe_tui.widgets.table_fill import ColumnSpec
 from memprobe_tui.widgets.table_search import SearchableTable
 
 CHANGE_STYLES = {"improved": "green", "regressed": "bold red", "unchanged": "", "excluded": "dim"}
@@ -72,7 +73,9 @@ agent, user), base → other. `v` shows only regressed cases; Enter opens the ca
 
     def compose(self) -> ComposeResult:
         yield from self.compose_top()
-        yield SearchableTable(id="cases", cursor_type="row")
+        table = SearchableTable(id="cases", cursor_type="row")
+        yield table
+        yield table.row_detail
         yield from self.compose_bottom()
 
     def on_mount(self) -> None:
@@ -106,9 +109,10 @@ agent, user), base → other. `v` shows only regressed cases; Enter opens the ca
             rows.append((str(index), (change_text(str(r.change)), *([str(r.user_id)] if many_users else []),
                                       str(r.dimension), MODE_NAMES.get(str(r["mode"]), str(r["mode"])),
                                       _score(r.base_score), _score(r.other_score), labels)))
-        columns = [("change", "change"), *([("user", "user")] if many_users else []), ("dimension", "dimension"),
-                   ("mode", "mode"), ("base", "base"), ("other", "other"), ("attribution", "attribution")]
-        fill_table(self.query_one(SearchableTable), columns, rows)
+        columns: list[ColumnSpec] = [("change", "change"), *([("user", "user", 8)] if many_users else []),
+                                     ("dimension", "dimension", 16), ("mode", "mode"), ("base", "base"),
+                                     ("other", "other"), ("attribution", "attribution")]
+        self.query_one(SearchableTable).fill(columns, rows, drop=True)
         counts = cases["change"].value_counts()
         pairs = ", ".join(f"{a}→{b}" for a, b in self.result.pairs)
         who = "" if many_users else f" · {cases['user_id'].iloc[0]}" if len(cases) else ""
@@ -132,6 +136,21 @@ agent, user), base → other. `v` shows only regressed cases; Enter opens the ca
         self.app.push_screen(CaseCompareScreen(self.session, self.other, str(row.base_system), str(row.other_system),
                                                user_id=str(row.user_id), dimension=str(row.dimension),
                                                mode=str(row["mode"]), change=str(row.change)))
+
+
+#: Characters of a store item the side-by-side view shows (the memory view, ``m`` on a run, has it whole).
+ITEM_CHARS = 160
+
+
+def word_cut(text: str, width: int) -> str:
+    """``text`` on one line in at most ``width`` characters, cut after a whole word and ending in
+    ``…`` (a store item used to stop mid-word, with no mark that more followed)."""
+    flat = " ".join(text.split())
+    if len(flat) <= width:
+        return flat
+    head = flat[: width - 1]
+    space = head.rfind(" ")
+    return (head[:space] if space > width // 2 else head).rstrip(" ,;:.") + "…"
 
 
 def side_text(side: CaseSide, mode: str, only_here: list[str], shared: int) -> Text:
@@ -160,7 +179,7 @@ def side_text(side: CaseSide, mode: str, only_here: list[str], shared: int) -> T
                 f"{len(only_here)} only here\n", style="bold")
     for item in only_here[:12]:
         text.append("+ ", style="green")
-        text.append(f"{item[:160]}\n")
+        text.append(f"{word_cut(step_numbered(item), ITEM_CHARS)}\n")
     if len(only_here) > 12:
         text.append(f"… {len(only_here) - 12} more only here\n", style="dim")
     text.append("\ndialogue of the task\n", style="bold")

@@ -20,9 +20,11 @@ from textual.widgets import Input
 
 from memprobe_engine.errors import MemProbeError
 from memprobe_engine.recovery.read import DimensionDetail, RescoreFunction, RescoreRequest, dimension_detail
+from memprobe_engine.recovery.read.outcome_index import judgment_layers
 from memprobe_engine.recovery.read.why import WhyChain, embedder_name, make_embed, why_chain
 from memprobe_engine.replay import ReplaySession, systems, unit_dimensions
 from memprobe_tui.messages import Loaded, RescoreFinished, RescoreScore, RescoreStage, RescoreText
+from memprobe_tui.recovery.layers import NO_LAYERS, layer_title, next_layer
 from memprobe_tui.recovery.render_dimension import dimension_lines, judge_call
 from memprobe_tui.screens.base import ReplayScreen
 from memprobe_tui.screens.rerun_screen import RerunScreen
@@ -80,7 +82,8 @@ Enter), because the new scores are appended to the recording. While it runs the 
 the step, elapsed time and an upper-bound ETA; Esc cancels. `c` opens the recovery judge's LLM call (the slot-filler's when a rubric scored it
 without a call), `m` the store as the slot-filler read it (at its fill, each item with the step
 that wrote it; `kN` its rank in retrieve's top-k), `t` the task's transcript, `e` the first evidence
-turn, `[`/`]` the previous/next dimension, `s` the next system.
+turn, `[`/`]` the previous/next dimension, `s` the next system, `L` the next judgment layer (the run's
+own, `main`, then each one `memprobe rescore --as NAME` added: its fills, scores and labels instead).
 
 The *why* block at the top answers "why was this not recovered?" as a chain: *disclosed* the user's
 turn that carries the trait (quoted), *written* how many store items hold it and which steps wrote
@@ -111,15 +114,19 @@ the step (task 2, turn 1) that wrote it.
         Binding("e", "evidence", "Evidence", show=False, id="dimension.evidence"),  # the why block names it
         Binding("c", "judge_call", "Call", id="dimension.call"),  # the judge's LLM call (short: 80 columns)
         Binding("m", "memory", "Store", id="dimension.memory"),
+        Binding("L", "layer", "Judgments", show=False, id="dimension.layer"),  # named layers: rescore --as
         Binding("j,down", "scroll(1)", "Down", show=False, id="dimension.down"),
         Binding("k,up", "scroll(-1)", "Up", show=False, id="dimension.up"),
     ]
     RERUN_GROUP = "rescore"
 
-    def __init__(self, session: ReplaySession, user_id: str, system: str, dimension: str | None) -> None:
+    def __init__(self, session: ReplaySession, user_id: str, system: str, dimension: str | None, *,
+                 judgment_layer: str | None = None) -> None:
         super().__init__(session)
         self.session: ReplaySession = session
         self.user_id, self.system, self.dimension = user_id, system, dimension
+        #: The judgment layer shown (None: the run's own, ``main``; ``L`` cycles the named ones).
+        self.judgment_layer = judgment_layer
         self.detail: DimensionDetail | None = None
         self.why: WhyChain | None = None
         self.live: dict[str, dict[str, Any]] = {}
@@ -159,7 +166,7 @@ the step (task 2, turn 1) that wrote it.
 
     @work(thread=True, exclusive=True, group="load", exit_on_error=False, name="dimension detail")
     def _load(self, dimension: str) -> None:
-        detail = dimension_detail(self.session, self.user_id, self.system, dimension)
+        detail = dimension_detail(self.session, self.user_id, self.system, dimension, self.judgment_layer)
         self.post_message(Loaded("dimension", detail))
         self._load_why(detail)
 
@@ -199,7 +206,8 @@ the step (task 2, turn 1) that wrote it.
         if self.detail is None:
             return
         d = self.detail
-        self.set_title(f"{d.user_id} × {d.system} · {d.dimension} ({d.category})")
+        self.set_title(layer_title(self.session, self.judgment_layer,
+                                   f"{d.user_id} × {d.system} · {d.dimension} ({d.category})"))
         log = self.query_one(DetailLog)
         offset = log.scroll_offset
         log.show(dimension_lines(d, self.live, self.why, self.app.size.width))
@@ -279,7 +287,7 @@ the step (task 2, turn 1) that wrote it.
         self.session.follow()  # the engine appended the re-score's events: index them, then redraw
         if self.dimension is not None:
             self.post_message(Loaded("dimension", dimension_detail(self.session, self.user_id, self.system,
-                                                                   self.dimension)))
+                                                                   self.dimension, self.judgment_layer)))
 
     def refocus(self) -> None:
         self.query_one(DetailLog).focus()
@@ -296,6 +304,15 @@ the step (task 2, turn 1) that wrote it.
             self.live = {}
             self._scroll_home = True
             self.reload()
+
+    def action_layer(self) -> None:
+        """The next judgment layer: the run's own (main), then each ``memprobe rescore --as NAME``."""
+        if not judgment_layers(self.session):
+            self.notify(NO_LAYERS, timeout=5)
+            return
+        self.judgment_layer = next_layer(self.session, self.judgment_layer)
+        self.why = None
+        self.reload()
 
     def action_switch_system(self) -> None:
         names = systems(self.session)

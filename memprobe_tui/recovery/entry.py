@@ -27,8 +27,9 @@ def _switch_transcript(app: App[Any], screen: Screen[None], system: str, at: tup
         app.switch_screen(TranscriptScreen(screen.session, screen.user_id, system, at))
 
 
-def _dimension(app: App[Any], session: ReplaySession, user_id: str, system: str, dimension: str | None) -> None:
-    app.push_screen(DimensionScreen(session, user_id, system, dimension))
+def _dimension(app: App[Any], session: ReplaySession, user_id: str, system: str, dimension: str | None,
+               layer: str | None = None) -> None:
+    app.push_screen(DimensionScreen(session, user_id, system, dimension, judgment_layer=layer))
 
 
 def run_compare(base: ReplaySession, other: ReplaySession, base_system: str | None, other_system: str | None,

@@ -105,7 +105,9 @@ dimension, when the slot-filler read the **full store** (dump_all) and when it r
 
     def compose(self) -> ComposeResult:
         yield from self.compose_top()
-        yield SearchableTable(id="grid", cursor_type="cell")
+        table = SearchableTable(id="grid", cursor_type="cell")
+        yield table
+        yield table.row_detail
         yield from self.compose_bottom()
 
     def on_mount(self) -> None:

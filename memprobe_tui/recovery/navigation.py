@@ -34,8 +34,10 @@ def switch_transcript(app: App[Any], screen: Screen[None], system: str, at: tupl
     cast(Navigator, app).route(SWITCH_TRANSCRIPT, screen, system, at)
 
 
-def open_dimension(app: App[Any], session: ReplaySession, user_id: str, system: str, dimension: str | None) -> None:
-    cast(Navigator, app).route(DIMENSION, session, user_id, system, dimension)
+def open_dimension(app: App[Any], session: ReplaySession, user_id: str, system: str, dimension: str | None,
+                   layer: str | None = None) -> None:
+    """The dimension inspector, showing the judgments of ``layer`` (None: the run's own, ``main``)."""
+    cast(Navigator, app).route(DIMENSION, session, user_id, system, dimension, layer)
 
 
 def rescore_of(app: App[Any]) -> RescoreFunction | None:

@@ -22,6 +22,7 @@ from memprobe_tui.recovery.score_table import ALL_USERS, SORTS, ScoreTable
 from memprobe_tui.screens.recording_overview import FOLLOW_EVERY_S, RecordingOverview
 from memprobe_tui.widgets.search_prompt import SearchPrompt
 from memprobe_tui.widgets.table_search import table_cells
+from memprobe_tui.recovery.layers import NO_LAYERS, layer_title, next_layer
 from memprobe_tui.recovery.navigation import open_dimension, open_transcript
 
 HELP = """\
@@ -45,6 +46,8 @@ user × system (a *unit*: one simulated user's whole trajectory with one memory 
 | * | includes re-scored dimensions (the latest score counts; the inspector shows both) |
 | — | not produced yet, or nothing judged |
 
+`L` shows another judgment layer: the run's own judgments (`main`) first, then each layer
+`memprobe rescore --as NAME` added (B from that layer's scores: the cases it judged).
 `f` keeps only rows whose system or user contains a text; `o` cycles the sort (by B full, B top-k,
 A, C, D, Items, Chars: highest first, within and across systems); `/` searches the rows. `x` opens
 the dimension × system grid, `P` the plots, `i` the run's settings.
@@ -69,6 +72,7 @@ class OverviewScreen(RecordingOverview[Numbers]):
         Binding("P", "plots", "Plots", id="overview.plots"),
         Binding("f", "filter", "Filter", show=False, id="overview.filter"),
         Binding("o", "sort", "Sort", show=False, id="overview.sort"),
+        Binding("L", "layer", "Judgments", show=False, id="overview.layer"),
         Binding("j", "cursor(1)", "Down", show=False, id="overview.down"),
         Binding("k", "cursor(-1)", "Up", show=False, id="overview.up"),
     ]
@@ -81,6 +85,8 @@ class OverviewScreen(RecordingOverview[Numbers]):
         self._data: Numbers | None = None
         self.only = ""
         self.sort: str | None = None
+        #: The judgment layer B is read from (None: the run's own, ``main``).
+        self.judgment_layer: str | None = None
 
     def numbers_table(self) -> ScoreTable:
         return ScoreTable(id="scores")
@@ -100,10 +106,11 @@ class OverviewScreen(RecordingOverview[Numbers]):
         fixed = f" · fixed dialogues ({source.system})" if source is not None else ""
         runs = len(self.session.index.events("run_start")) if self.session.indexed else 0
         resumed = f" · {runs} runs (i: history)" if runs > 1 else ""  # a failed attempt, then its resume
-        self.set_title(f"{state}{fixed}{resumed} · {len(self.session):,} events · {header.run_id}{suite} · {created}")
+        self.set_title(self._title_with_layer(
+            f"{state}{fixed}{resumed} · {len(self.session):,} events · {header.run_id}{suite} · {created}"))
 
     def numbers(self) -> Numbers:
-        return score_board(self.session), units(self.session)
+        return score_board(self.session, self.judgment_layer), units(self.session)
 
     def show_numbers(self, data: Numbers) -> None:
         board, unit_list = data
@@ -127,6 +134,9 @@ class OverviewScreen(RecordingOverview[Numbers]):
             state += (f" · only “{self.only}”" if self.only else "") + (f" · sorted by {self.sort}" if self.sort else "")
         self._title(state)
 
+    def _title_with_layer(self, title: str) -> str:
+        return layer_title(self.session, self.judgment_layer, title) if self.session.indexed else title
+
     def _show_table(self) -> None:
         if self._data is not None:
             board, unit_list = self._data
@@ -141,6 +151,16 @@ class OverviewScreen(RecordingOverview[Numbers]):
     def _filter(self, text: str | None) -> None:
         self.only = text or ""
         self._redraw_state()
+
+    def action_layer(self) -> None:
+        """B from the next judgment layer (main, then each named one): numbers again from the index."""
+        layer = next_layer(self.session, self.judgment_layer)
+        if layer is None and self.judgment_layer is None:
+            self.notify(NO_LAYERS, timeout=5)
+        else:
+            self.judgment_layer = layer
+            self.notify(f"judgments {layer or 'main'}", timeout=3)
+            self.recompute()
 
     def action_sort(self) -> None:
         order: list[str | None] = [None, *SORTS]
@@ -197,7 +217,7 @@ class OverviewScreen(RecordingOverview[Numbers]):
 
     def action_dimension(self) -> None:
         if (cell := self._cell()) is not None:
-            open_dimension(self.app, self.session, *cell, None)
+            open_dimension(self.app, self.session, *cell, None, self.judgment_layer)
 
     def action_memory(self) -> None:
         if (cell := self._cell()) is not None:

@@ -11,7 +11,8 @@ from rich.text import Text
 from memprobe_engine.recovery.read import DimensionDetail, ModeDetail
 from memprobe_engine.recovery.read.why import WhyChain
 from memprobe_engine.replay import one_line
-from memprobe_engine.replay.memory_view import item_text
+from memprobe_engine.replay.memory_view import item_text, step_numbered
+from memprobe_engine.replay.queries import turn_short
 from memprobe_tui.recovery.render_why import why_lines
 from memprobe_tui.render import Lines, field, heading
 
@@ -107,7 +108,7 @@ def _read_lines(detail: DimensionDetail | None, mode: ModeDetail, relevant: list
         if mode.mode == "dump_all" and rank == READ_SHOWN:
             lines.append(Text(f"  … {len(mode.retrieved) - READ_SHOWN} more: m lists them all", style="dim"))
             break
-        shown = one_line(item_text(item), 90) if item else "(not in the rebuilt store)"
+        shown = one_line(step_numbered(item_text(item)), 90) if item else "(not in the rebuilt store)"
         where = written.get(item_id, "")
         star = "★" if item_id in wanted else " "
         lines.append(Text(f" {star}{item_id} {'' if score is None else f'{score:.3f} '}[{where}]  {shown}",
@@ -177,7 +178,7 @@ def dimension_lines(detail: DimensionDetail, live: dict[str, dict[str, Any]], wh
         lines.append(Text(f"stage 1 evidence: “{one_line(detail.evidence, 200)}”", style="italic"))
     if detail.evidence_turns:
         for ev in detail.evidence_turns:
-            where = f"T{ev.task_index + 1} {'task' if ev.turn == 0 else f'turn {ev.turn}'}"
+            where = turn_short(ev.task_index, ev.turn)  # as the step list and the why chain name it
             lines.append(Text(f"  {where} {ev.role}: {one_line(ev.text, 110)}", style="cyan"))
         lines.append(Text("  e: open the first of these turns in the transcript", style="dim"))
     else:

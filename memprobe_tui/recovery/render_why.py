@@ -16,7 +16,8 @@ _MARGIN = 16
 
 def why_lines(chain: WhyChain, width: int = 80) -> Lines:
     """The chain, one short line per link, for a pane ``width`` columns wide; what is cut ends in
-    ``…`` (the sections below hold it whole)."""
+    ``…`` (the sections below hold it whole). The links a cut would lose the point of (which items
+    hold the trait and when they were written, the reach, a contradicted label) wrap instead."""
     room = max(40, width - _MARGIN)
 
     def _line(lead: str, text: str, style: str = "", *, cut: bool = True) -> Text:
@@ -26,7 +27,7 @@ def why_lines(chain: WhyChain, width: int = 80) -> Lines:
 
     lines: Lines = [heading("why: disclosed → written → reachable → filled → judged")]
     lines.append(_line("disclosed", chain.disclosed, "cyan"))
-    lines.append(_line("written", chain.written))
+    lines.append(_line("written", chain.written, cut=False))
     for mode in chain.modes:
         lines.append(_line(mode.mode, f"reach: {mode.reach}", "magenta", cut=False))
         lines.append(_line("", f"filled {mode.fill}"))

@@ -110,7 +110,14 @@ class ReplayScreen(Screen[None]):
     def action_help(self) -> None:
         from memprobe_tui.screens.help import HelpScreen, key_lines  # help imports the widgets, not screens
 
-        self.app.push_screen(HelpScreen(self.title_text or type(self).__name__, self.HELP, key_lines(self)))
+        self.app.push_screen(HelpScreen(self.title_text or type(self).__name__, self.HELP, key_lines(self),
+                                        [note for note in self.help_notes() if note]))
+
+    def help_notes(self) -> list[str]:
+        """What this screen says in lines it may cut (``…``), whole: the help opens with them after
+        the title. The damage banner's message here; screens add their own."""
+        message = self.session.damage_message() if self.session is not None else None
+        return [f"⚠ {message}"] if message else []
 
     def action_settings(self) -> None:
         if self.session is None:

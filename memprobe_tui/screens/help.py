@@ -71,17 +71,20 @@ class HelpScreen(Screen[None]):
         Binding("escape,q,question_mark,f1", "close", "Close", key_display="esc", id="help.close"),
     ]
 
-    def __init__(self, title: str, help_markdown: str, keys: Sequence[RenderableType]) -> None:
+    def __init__(self, title: str, help_markdown: str, keys: Sequence[RenderableType],
+                 notes: Sequence[str] = ()) -> None:
         super().__init__()
-        self._title, self._help, self._keys = title, help_markdown, list(keys)
+        self._title, self._help, self._keys, self._notes = title, help_markdown, list(keys), list(notes)
 
     def compose(self) -> ComposeResult:
         yield TitleBar(id="title")
         yield DetailLog(id="help", zoomable=False)
 
     def on_mount(self) -> None:
-        self.query_one(TitleBar).set(f"help · {self._title} · Esc closes · / searches")
-        lines: list[RenderableType] = []
+        # The keys of this screen first: the title bar cuts what the width leaves no room for, and
+        # the screen's own title (cut on its bar at 80 columns) opens the text whole.
+        self.query_one(TitleBar).set(f"help · Esc closes · / searches · {self._title}")
+        lines: list[RenderableType] = [Text(self._title, style="bold"), *(Text(n) for n in self._notes), Text("")]
         if self._help.strip():
             lines.append(Markdown(self._help))
         lines.append(Text(""))

@@ -23,8 +23,11 @@ from memprobe_tui.messages import Loaded
 from memprobe_tui.render import item_detail
 from memprobe_tui.screens.base import ReplayScreen
 from memprobe_tui.widgets.detail_log import DetailLog
-from memprobe_tui.widgets.fixed_region import update_text
+from memprobe_tui.widgets.fixed_region import clamp_lines, update_text
 from memprobe_tui.widgets.store_table import StoreTable
+
+#: Lines the info above the table may take (what is cut ends in ``…``; the help, ``?``, has it whole).
+INFO_LINES = 4
 
 
 class MemoryScreen(ReplayScreen):
@@ -32,7 +35,7 @@ class MemoryScreen(ReplayScreen):
     None shows the final store against the one before its last operation."""
 
     DEFAULT_CSS = """
-    MemoryScreen #info { height: auto; max-height: 4; padding: 0 1; color: $text-muted; }
+    MemoryScreen #info { height: auto; padding: 0 1; color: $text-muted; }
     MemoryScreen #search { display: none; height: 3; }
     MemoryScreen #search.shown { display: block; }
     MemoryScreen StoreTable { height: 1fr; }
@@ -103,6 +106,11 @@ full screen with z. Esc returns to the transcript at the turn shown here.
         #: written costs a render of the pane.
         self._detail_shown: tuple[object, ...] | None = None
         self._ranges: tuple[int, list[tuple[int, int]], list[str], list[str]] | None = None
+        #: The info line(s) above the table, whole (the screen shows at most INFO_LINES of them).
+        self.info_text = ""
+
+    def help_notes(self) -> list[str]:
+        return [*super().help_notes(), self.info_text]
 
     def compose(self) -> ComposeResult:
         yield from self.compose_top()
@@ -249,10 +257,10 @@ full screen with z. Esc returns to the transcript at the turn shown here.
         shown = f" · showing {len(rows)}" if len(rows) != len(view.rows) else ""
         note = f"\n⚠ {view.note}" if view.note else ("\n" + self._empty_note() if not self.op_seqs else "")
         context = f"{self.context}\n" if self.context and self.seqs_opened and self.seqs[1] == self.seqs_opened[1] else ""
-        update_text(self.query_one("#info", Static),
-            f"{context}{against}{counts} · {group}"
-            f"{' · /' + self.search if self.search else ''}{' · changes only' if self.changes_only else ''}{shown}"
-            f"{note}")
+        info = self.query_one("#info", Static)
+        self.info_text = (f"{context}{against}{counts} · {group}{' · /' + self.search if self.search else ''}"
+                          f"{' · changes only' if self.changes_only else ''}{shown}{note}")
+        update_text(info, clamp_lines(info, self.info_text, INFO_LINES))  # whole in the help (?)
         self._show_item()
 
     def _show_item(self) -> None:

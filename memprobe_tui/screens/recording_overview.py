@@ -23,6 +23,7 @@ from textual.worker import get_current_worker
 from memprobe_engine.replay import ReplaySession
 from memprobe_tui.messages import IndexProgress, Loaded, RecordingGrew
 from memprobe_tui.screens.base import ReplayScreen
+from memprobe_tui.widgets.table_search import SearchableTable
 
 #: Seconds between looks at a followed recording.
 FOLLOW_EVERY_S = 1.0
@@ -67,7 +68,10 @@ class RecordingOverview(ReplayScreen, Generic[NumbersT]):
     def compose(self) -> ComposeResult:
         yield from self.compose_top()
         yield ProgressBar(total=max(1, len(self.session)), show_eta=False, id="index-progress")
-        yield self.numbers_table()
+        table = self.numbers_table()
+        yield table
+        if isinstance(table, SearchableTable):
+            yield table.row_detail  # names what the width cut or left out of the cursor row
         yield from self.compose_bottom()
 
     # -- the session work ------------------------------------------------------------------------

@@ -4,6 +4,11 @@ from __future__ import annotations
 
 from textual.widgets import Static
 
+from memprobe_tui.widgets.fixed_region import clamp_lines
+
+#: Lines the banner may take (a longer message ends in ``…``; the help, ``?``, has it whole).
+LINES = 3
+
 
 class DamageBanner(Static):
     """Hidden while the recording is clean; otherwise one or two lines in the warning colour."""
@@ -11,7 +16,6 @@ class DamageBanner(Static):
     DEFAULT_CSS = """
     DamageBanner {
         height: auto;
-        max-height: 3;
         width: 100%;
         background: $warning 30%;
         color: $text;
@@ -26,4 +30,9 @@ class DamageBanner(Static):
     def show_message(self, message: str | None) -> None:
         """Show ``message``, or hide the banner when it is None."""
         self.set_class(message is not None, "shown")
-        self.update(f"⚠ {message}" if message else "")
+        self._message = f"⚠ {message}" if message else ""
+        self.update(clamp_lines(self, self._message, LINES))
+
+    def on_resize(self) -> None:
+        if getattr(self, "_message", ""):  # wrapped again at the new width, cut again if need be
+            self.update(clamp_lines(self, self._message, LINES))

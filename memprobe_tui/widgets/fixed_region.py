@@ -10,6 +10,7 @@ reactive does).
 
 from __future__ import annotations
 
+from rich.text import Text
 from textual.geometry import Size
 from textual.widget import Widget
 from textual.widgets import Static
@@ -22,10 +23,27 @@ def content_size_changed(widget: Widget, size: Size) -> None:
     widget.refresh()
 
 
-def update_text(static: Static, text: str) -> None:
+def update_text(static: Static, text: str | Text) -> None:
     """``static.update(text)``, laying the screen out only when the new text needs a different
     height than the widget has (a Static of ``height: auto``), measured as the layout would."""
     width, height = static.content_region.width, static.content_region.height
     static.update(text, layout=False)
     if width <= 0 or static.get_content_height(static.container_size, static.app.size, width) != height:
         static.refresh(layout=True)
+
+
+def clamp_lines(static: Static, text: str | Text, max_lines: int) -> Text:
+    """``text`` as ``static`` wraps it, in at most ``max_lines`` lines, the last one ending in ``…``
+    when more followed (a ``max-height`` used to hide the rest with no mark; issue 36)."""
+    whole = Text(text) if isinstance(text, str) else text
+    width = static.content_region.width
+    if width <= 0:
+        return whole
+    lines = whole.wrap(static.app.console, width)
+    if len(lines) <= max_lines:
+        return whole
+    last = lines[max_lines - 1].copy()
+    last.rstrip()
+    last.truncate(width - 1)
+    last.append("…")
+    return Text("\n").join([*lines[: max_lines - 1], last])

@@ -8,7 +8,7 @@ from rich.text import Text
 from textual.geometry import Size
 from textual.reactive import Reactive
 
-from memprobe_engine.replay.memory_view import StoreRow, item_text
+from memprobe_engine.replay.memory_view import StoreRow, item_text, step_numbered
 from memprobe_tui.widgets.fixed_region import content_size_changed
 from memprobe_tui.widgets.table_fill import fill_table
 from memprobe_tui.widgets.table_search import SearchableTable
@@ -35,10 +35,11 @@ def row_key(row: StoreRow) -> str:
 
 
 def group_and_text(row: StoreRow, group_field: str | None) -> tuple[str, str]:
-    """A store row's group cell (``group_field``'s value; a list joined by commas) and its text on one line."""
+    """A store row's group cell (``group_field``'s value; a list joined by commas) and its text on one
+    line, a task's native ``[Task 0]`` named as the steps name it (``[T1 task]``)."""
     value = row.item.get(group_field, "") if group_field else ""
     group = ",".join(map(str, value)) if isinstance(value, list) else str(value)
-    return group, " ".join(item_text(row.item).split())
+    return group, step_numbered(" ".join(item_text(row.item).split()))
 
 
 class StoreTable(SearchableTable):

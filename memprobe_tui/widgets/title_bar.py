@@ -1,4 +1,8 @@
-"""The one-line context bar at the top of every screen: where in the recording you are."""
+"""The one-line context bar at the top of every screen: where in the recording you are.
+
+A title longer than the screen is cut at its width and ends in ``…`` (it used to wrap onto a second
+line the one-line bar hides, leaving a dangling `` ·``); the help screen (``?``) opens with it whole.
+"""
 
 from __future__ import annotations
 
@@ -17,6 +21,8 @@ class TitleBar(Static):
         color: $text;
         text-style: bold;
         padding: 0 1;
+        text-wrap: nowrap;
+        text-overflow: ellipsis;
     }
     """
 

@@ -137,7 +137,7 @@ ONE_MEANING = {
     "c": {"call", "judge_call"}, "r": {"rerun"}, "p": {"step(-1)", "step_turn(-1)"}, "f": {"filter"},
     "t": {"task"}, "d": {"dimension", "probe"}, "s": {"switch_system"}, "m": {"memory"}, "e": {"evidence"},
     "a": {"toggle_mode"}, "v": {"changes_only", "toggle_regressed"}, "x": {"grid"}, "o": {"sort"}, "i": {"settings"}, "y": {"copy"},
-    "h": {"column(-1)"}, "l": {"column(1)"},
+    "h": {"column(-1)"}, "l": {"column(1)"}, "L": {"layer"},
 }
 
 

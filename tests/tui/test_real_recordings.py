@@ -174,7 +174,8 @@ async def test_paradigm_full_context_store_says_why_it_is_empty_and_counts_are_t
     full = rows[("PILOT-01A", "full_context")]
     assert full.sessions == 0 and full.planned_sessions == 9
     assert sessions_phrase(full) == "9 sessions, 0 ingested" and full.sessions_text() == "0/9"
-    assert headline(PARADIGMS) == {"accuracy": pytest.approx(2 / 3)}  # the browser showed —/— before
+    # the browser showed —/— before; then acc pooled over amem and two baselines (2/3): amem alone now
+    assert headline(PARADIGMS) == {"amem": pytest.approx(5 / 8)}
     app = MemProbeApp(session=session, live={"rescore": None}, keymap_path=None)
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)

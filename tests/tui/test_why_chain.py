@@ -7,6 +7,7 @@ recordings, relevance found by the run's embedder (st:minilm) or the trait's own
 from __future__ import annotations
 
 import asyncio
+import json
 
 from textual.pilot import Pilot
 
@@ -112,3 +113,31 @@ async def test_a_memory_failure_whose_relevant_item_was_retrieved_first_is_marke
         assert "⚠ recorded memory_failure, yet the slot-filler read a relevant item (rank 1)" in text
         assert "quoting the stage-1 evidence" in text
         assert "disclosed  T1.1 user: “I know the area well" in text
+
+
+async def test_evidence_turns_name_the_places_and_number_turns_as_the_steps() -> None:
+    """geographic_knowledge on the fixed run (issue 36, item 3): the user turns naming Ponte Vedra Beach
+    and Mickler's Landing (a place the turn that names Ponte Vedra Beach also names) are evidence
+    turns, before the assistant's; each evidence line names its turn as the step list does, the
+    message's own turn in events.jsonl (T2.1 said, T2.2 the next), and the why chain says the item
+    written in T2.2 holds T2.1's turn."""
+    app = _app("sample-quick-fixed-user_001")
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen, text = await _open(pilot, "longctx_full geographic_knowledge")
+        assert screen.detail is not None
+        turns = screen.detail.evidence_turns
+        users = [t for t in turns if t.role == "user"]
+        assert [t.role for t in turns][:len(users)] == ["user"] * len(users)  # the user's turns first
+        assert "Ponte Vedra Beach" in users[0].text and "Mickler’s Landing" in users[1].text
+        said = {}
+        with open(REPO / "recordings" / "sample-quick-fixed-user_001" / "events.jsonl", encoding="utf-8") as lines:
+            for line in lines:
+                event = json.loads(line)
+                if event["kind"] == "message" and event.get("system") == "longctx_full" and event.get("content"):
+                    said[event["content"]] = (event["task_index"], event["turn"])
+        assert [said[t.text] for t in users] == [(1, 1), (1, 2)]
+        evidence = text[text.index("evidence turns"):text.index("\ndump_all (full store)")]
+        assert "  T2.1 user: Pretty good, but make it more specific for near Ponte Vedra Beach" in evidence
+        assert "  T2.2 user: Yeah, that works. Mickler’s Landing" in evidence
+        assert "  T2.1 assistant: " in evidence and " turn " not in evidence  # no "T2 turn 1" beside "T2.1"
+        assert "written in T2.2 (holding T2.1)" in text  # the item quoting T2.1's turn, stored a turn later

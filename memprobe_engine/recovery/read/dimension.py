@@ -27,7 +27,7 @@ from memprobe_engine.replay.memory_view import item_writes
 from memprobe_engine.replay.queries import EpisodeInfo, StepRef, episodes, step_events, task_text
 from memprobe_engine.replay.session import ReplaySession
 from memprobe_engine.recovery.read.steps import step_labeller
-from memprobe_engine.recovery.read.trait import names_in, trait_names
+from memprobe_engine.recovery.read.trait import names_in, proper_names, trait_names
 
 if TYPE_CHECKING:
     from memprobe_engine.recovery.inputs import SimUser
@@ -154,13 +154,27 @@ def _recorded_target(session: ReplaySession, user_id: str, dimension: str, syste
     return None
 
 
+def episode_dialogue(session: ReplaySession, episode: EpisodeInfo) -> list[DialogueTurn]:
+    """The episode's messages, each with the turn (step) it was said in."""
+    return [DialogueTurn(episode.task_index, step.turn, event.role, event.content)
+            for step in episode.steps for event in step_events(session, step) if event.kind == "message"]
+
+
 def evidence_turns(session: ReplaySession, episode: EpisodeInfo, probe: str,
                    threshold: float = 0.5) -> list[EvidenceTurn]:
     """Messages of the episode that contain ``probe`` or share most of its content words (the
     shared rule of ``recovery/case_material.py``)."""
-    dialogue = [DialogueTurn(episode.task_index, step.turn, event.role, event.content)
-                for step in episode.steps for event in step_events(session, step) if event.kind == "message"]
-    return shared_evidence_turns(dialogue, probe, threshold)
+    return shared_evidence_turns(episode_dialogue(session, episode), probe, threshold)
+
+
+def named_user_turns(dialogue: list[DialogueTurn], names: list[str]) -> list[EvidenceTurn]:
+    """The user's turns that name one of the target's ``names`` or a name said beside one of them (a
+    turn naming ``Ponte Vedra Beach`` also names ``Mickler’s Landing``: the user who then picks
+    Mickler’s Landing shows the same local knowledge)."""
+    near = [n for turn in dialogue if names_in(turn.text, names) for n in proper_names(turn.text)]
+    wanted = list(dict.fromkeys([*names, *near]))
+    return [EvidenceTurn(t.task_index, t.turn, t.role, t.text, 1.0) for t in dialogue
+            if t.role == "user" and names_in(t.text, wanted)]
 
 
 def _mode_detail(session: ReplaySession, span: SpanRec, owner: frozenset[str], scanned: int,
@@ -197,27 +211,49 @@ def _mode_detail(session: ReplaySession, span: SpanRec, owner: frozenset[str], s
 
 
 def _add_rescore_stages(session: ReplaySession, modes: dict[str, ModeDetail], user_id: str, system: str,
-                        dimension: str) -> None:
-    """Give each mode the attribution stages of its latest ``rescore`` span (by recording order)."""
+                        dimension: str, layer: str | None = None) -> None:
+    """Give each mode the attribution stages of its latest ``rescore`` span of judgment ``layer`` (by
+    recording order). A named layer's span gives the mode its slot-fill, judge score, stages, label and
+    calls instead: what the layer judged replaces what the run's own did, in the layer's view."""
     index = session.index
     with index.lock:
-        latest: dict[str, tuple[SpanRec, frozenset[str]]] = {}
-        for span in index.spans.values():
-            if span.kind == "rescore" and (span.user_id, span.system) == (user_id, system) and \
-                    (span.dimension or span.attrs.get("dimension")) == dimension:
-                mode = str(span.attrs.get("mode", "?"))
-                if mode not in latest or span.line > latest[mode][0].line:
-                    latest[mode] = (span, frozenset(index.descendants(span)))
+        spans = sorted(((span, frozenset(index.descendants(span))) for span in index.spans.values()
+                        if span.kind == "rescore" and (span.user_id, span.system) == (user_id, system)
+                        and (span.dimension or span.attrs.get("dimension")) == dimension),
+                       key=lambda found: -found[0].line)
         scanned = index.scanned_lines
-    for mode, (span, owner) in latest.items():
-        if mode in modes:
-            last = span.end_line if span.end_line is not None else scanned - 1
-            step = StepRef(span.span_id, "turn", -1, -1, span.line, last, owner)
-            modes[mode].rescore_stages = [e for e in step_events(session, step) if e.kind == "attribution_stage"]
+    done: set[str] = set()
+    for span, owner in spans:  # the latest first
+        mode = str(span.attrs.get("mode", "?"))
+        if mode in done or mode not in modes:
+            continue
+        last = span.end_line if span.end_line is not None else scanned - 1
+        events = list(step_events(session, StepRef(span.span_id, "turn", -1, -1, span.line, last, owner)))
+        judged = [e for e in events if e.kind in ("judge_score", "slot_fill")]
+        if not judged or judged[0].layer != layer:
+            continue
+        done.add(mode)
+        stages = [e for e in events if e.kind == "attribution_stage"]
+        target = modes[mode]
+        if layer is None:
+            target.rescore_stages = stages
+            continue
+        target.slot_fill = next((e for e in events if isinstance(e, SlotFill)), target.slot_fill)
+        target.judge = next((e for e in events if isinstance(e, JudgeScore)), None)
+        target.label = next((e for e in events if isinstance(e, AttributionLabel)), None)
+        target.stages, target.rescore_stages = stages, []
+        target.calls = [(e.seq, str(e.role)) for e in events if e.kind == "llm_call"]
+        target.call_seqs = [seq for seq, _ in target.calls]
+    if layer is not None:  # a mode the layer never judged shows nothing of the run's own
+        for mode, target in modes.items():
+            if mode not in done:
+                target.slot_fill = target.judge = target.label = None
+                target.stages, target.rescore_stages, target.calls, target.call_seqs = [], [], [], []
 
-
-def dimension_detail(session: ReplaySession, user_id: str, system: str, dimension: str) -> DimensionDetail:
-    """Gather the detail (reads the dimension's few spans; may rebuild a store: run it in a worker)."""
+def dimension_detail(session: ReplaySession, user_id: str, system: str, dimension: str,
+                     layer: str | None = None) -> DimensionDetail:
+    """Gather the detail (reads the dimension's few spans; may rebuild a store: run it in a worker);
+    the scores, fills and labels of judgment ``layer`` (None: the run's own, ``main``)."""
     index = session.index
     eps = episodes(session, user_id, system)
     episode = next((e for e in eps if e.dimension == dimension), None)
@@ -230,7 +266,7 @@ def dimension_detail(session: ReplaySession, user_id: str, system: str, dimensio
         mode_spans = [(span, frozenset(index.descendants(span))) for span in
                       (index.children(dim_span, "mode") if dim_span else [])]
         scanned = index.scanned_lines
-    pairs = score_pairs(session)
+    pairs = score_pairs(session, layer)
     modes: dict[str, ModeDetail] = {}
     for span, owner in mode_spans:
         detail = _mode_detail(session, span, owner, scanned, pairs, (user_id, system, dimension))
@@ -242,7 +278,7 @@ def dimension_detail(session: ReplaySession, user_id: str, system: str, dimensio
         if detail.pair is not None and detail.pair.latest is not None:
             latest = session.event_by_seq(detail.pair.latest.seq)
             detail.rescore_reason = latest.reason if isinstance(latest, JudgeScore) else None
-    _add_rescore_stages(session, modes, user_id, system, dimension)
+    _add_rescore_stages(session, modes, user_id, system, dimension, layer)
     target, note = load_target(session, user_id, dimension, system)
     category = (target.category if target else None) or (dim_span.attrs.get("category") if dim_span else None) \
         or (episode.category if episode else "?")
@@ -254,10 +290,12 @@ def dimension_detail(session: ReplaySession, user_id: str, system: str, dimensio
     turns = evidence_turns(session, episode, probe, 0.5 if source == "stage 1" else 0.4) if episode and probe else []
     names = trait_names(target)
     if episode is not None and names:  # the user's turns that name the target's places, people…
-        named = evidence_turns(session, episode, names[0], 1.0) + [
-            t for name in names[1:] for t in evidence_turns(session, episode, name, 1.0)]
-        turns += [t for t in named if t.role == "user" and (t.task_index, t.turn, t.role) not in
-                  {(u.task_index, u.turn, u.role) for u in turns}]
+        seen = {(u.task_index, u.turn, u.role) for u in turns}
+        named = [t for t in named_user_turns(episode_dialogue(session, episode), names)
+                 if (t.task_index, t.turn, t.role) not in seen]
+        if named:
+            turns += named
+            source = f"{source} and the target's names" if source else "the target's names"
     # The user's turns first: the disclosure is what the user said, an assistant's echo comes after.
     turns.sort(key=lambda t: (t.role != "user", not names_in(t.text, names), t.task_index, t.turn))
     fills = [m.slot_fill.seq for m in modes.values() if m.slot_fill is not None]

@@ -120,23 +120,25 @@ def category_map(session: ReplaySession) -> dict[tuple[str, str], str]:
         return {(user, dimension): category for (_, user, dimension), category in fold.categories.items()}
 
 
-def score_pairs(session: ReplaySession) -> dict[CellKey, ScorePair]:
-    """Every judged (user, system, dimension, mode) with its original and latest re-score."""
+def score_pairs(session: ReplaySession, layer: str | None = None) -> dict[CellKey, ScorePair]:
+    """Every judged (user, system, dimension, mode) with its original and latest re-score, in judgment
+    ``layer`` (None: the run's own; a named layer holds the cases ``rescore --as`` judged)."""
     with session.index.lock:
         return {(user, system, dimension, mode): ScorePair.of(case)
-                for (system, user, dimension, mode), case in outcomes(session).judged_cases()}
+                for (system, user, dimension, mode), case in outcomes(session, layer).judged_cases()}
 
 
-def score_board(session: ReplaySession) -> ScoreBoard:
-    """Compute every overview number from the current index (cheap: only indexed events)."""
+def score_board(session: ReplaySession, layer: str | None = None) -> ScoreBoard:
+    """Compute every overview number from the current index (cheap: only indexed events); B from the
+    judgments of ``layer`` (None: the run's own)."""
     with session.index.lock:
-        return _score_board(session)
+        return _score_board(session, layer)
 
 
-def _score_board(session: ReplaySession) -> ScoreBoard:
+def _score_board(session: ReplaySession, layer: str | None) -> ScoreBoard:
     index = session.index
     categories = category_map(session)
-    pairs = score_pairs(session)
+    pairs = score_pairs(session, layer)
     units: dict[tuple[str, str], UnitScores] = {}
 
     def unit(event: dict[str, Any]) -> UnitScores | None:
@@ -147,7 +149,7 @@ def _score_board(session: ReplaySession) -> ScoreBoard:
 
     for key in index.units:
         units.setdefault(key, UnitScores(user_id=key[0], system=key[1]))
-    fold = outcomes(session)
+    fold = outcomes(session, layer)
     per_cat: dict[tuple[str, str, str], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for (system, user, dim, mode), case in fold.scored_cases():
         row = units.setdefault((user, system), UnitScores(user_id=user, system=system))

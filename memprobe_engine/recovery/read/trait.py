@@ -1,6 +1,7 @@
 """The proper names a hidden target states (``Ponte Vedra Beach``): a turn or a memory item that
 repeats one of them carries the trait, whatever else it says. Shared by the evidence turns of a
-dimension's detail and the why-chain's relevant items."""
+dimension's detail and the why-chain's relevant items. :func:`proper_names` finds them in any text
+(the evidence turns also look for the names said beside the target's: the places near it)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,12 @@ def trait_names(target: TargetText | None) -> list[str]:
     """Proper names of two words or more in the target's short form and explanation."""
     if target is None:
         return []
-    text = f"{target.short}. {target.explanation}"
+    return proper_names(f"{target.short}. {target.explanation}")
+
+
+def proper_names(text: str) -> list[str]:
+    """Proper names of two words or more in ``text`` (``Ponte Vedra Beach``, ``Mickler’s Landing``), a
+    sentence's capitalized first word left out, in first-seen order."""
     found = []
     for match in _NAME.finditer(text):
         words = match.group(0).split()

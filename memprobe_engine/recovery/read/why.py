@@ -30,6 +30,7 @@ from memprobe_engine.recovery.read.steps import step_labeller
 from memprobe_engine.recovery.read.trait import names_in, trait_names
 from memprobe_engine.replay.describe import one_line
 from memprobe_engine.replay.memory_view import item_text, item_writes
+from memprobe_engine.replay.queries import turn_short
 from memprobe_engine.replay.session import ReplaySession
 
 #: texts → L2-normalized rows (one per text).
@@ -145,7 +146,15 @@ def relevant_items(detail: DimensionDetail, store: dict[str, dict[str, object]],
 
 
 def _turn_name(turn: EvidenceTurn) -> str:
-    return f"T{turn.task_index + 1}.{turn.turn}" if turn.turn else f"T{turn.task_index + 1} task"
+    return turn_short(turn.task_index, turn.turn)
+
+
+def _held_turn(item: dict[str, object]) -> str | None:
+    """The turn an item quotes, from its native ``task_index``/``turn`` (longctx_full keeps them)."""
+    task_index, turn = item.get("task_index"), item.get("turn")
+    if not isinstance(task_index, int):
+        return None
+    return turn_short(task_index, turn if isinstance(turn, int) else 0)
 
 
 def _disclosed(detail: DimensionDetail) -> str:
@@ -160,7 +169,8 @@ def _disclosed(detail: DimensionDetail) -> str:
     return "no turn of the task's dialogue carries it"
 
 
-def _written(session: ReplaySession, detail: DimensionDetail, relevant: Relevant | None) -> str:
+def _written(session: ReplaySession, detail: DimensionDetail, relevant: Relevant | None,
+             store: dict[str, dict[str, object]] | None = None) -> str:
     if relevant is None or detail.fill_seq is None:
         return "no store at a slot-fill to look in"
     if not relevant.item_ids:
@@ -170,7 +180,11 @@ def _written(session: ReplaySession, detail: DimensionDetail, relevant: Relevant
     steps = list(dict.fromkeys(label(seq) for i in relevant.item_ids for seq in writes.of(i)[:1]))
     by = ", ".join(steps[:3]) + (f" +{len(steps) - 3}" if len(steps) > 3 else "")
     when = f"in {by}" if by.startswith("T") else (by or "?")
-    return f"{len(relevant.item_ids)} of {relevant.store_size} items ({relevant.how}) · written {when}"
+    # An item that quotes a turn may be written a turn later (the user's reply is stored when the next
+    # turn starts): name the turn it holds too, so "T2.1" above and "T2.2" here do not seem to disagree.
+    held = list(dict.fromkeys(h for i in relevant.item_ids[:3] if (h := _held_turn((store or {}).get(i, {})))))
+    holds = f" (holding {', '.join(held)})" if held and held != steps[:len(held)] else ""
+    return f"{len(relevant.item_ids)} of {relevant.store_size} items ({relevant.how}) · written {when}{holds}"
 
 
 def _reach(mode: ModeDetail, relevant: Relevant | None, rank_of: Callable[[ModeDetail], int | None] | None,
@@ -262,5 +276,6 @@ def why_chain(session: ReplaySession, detail: DimensionDetail, embed: Embed | No
         modes.append(ModeChain(mode_name, reach, said, judged, mode.label.label if mode.label else None,
                                _stages(mode), _flag(mode, detail, ranks)))
     pending = embed is None and relevant is not None
-    return WhyChain(detail.user_id, detail.system, detail.dimension, _disclosed(detail), _written(session, detail, relevant), modes, pending, name,
+    return WhyChain(detail.user_id, detail.system, detail.dimension, _disclosed(detail),
+                    _written(session, detail, relevant, store), modes, pending, name,
                     relevant.item_ids if relevant is not None else [])

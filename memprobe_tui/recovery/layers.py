@@ -1,0 +1,25 @@
+"""Judgment layers in protocol A's screens: the run's own judgments (``main``) and each named layer
+``memprobe rescore --as NAME`` appended, which the overview and the dimension inspector show one at
+a time (``L`` cycles them; issue 36: named layers never appeared in the TUI)."""
+
+from __future__ import annotations
+
+from memprobe_engine.recovery.read.outcome_index import judgment_layers
+from memprobe_engine.replay import ReplaySession
+
+#: What ``L`` says on a recording with only the run's own judgments.
+NO_LAYERS = ("This recording holds only the run's own judgments (main); `memprobe rescore REC --as NAME` adds a "
+             "named layer to compare them with.")
+
+def next_layer(session: ReplaySession, layer: str | None) -> str | None:
+    """The judgment layer after ``layer`` in [main, *named layers], round (main: None)."""
+    order: list[str | None] = [None, *judgment_layers(session)]
+    return order[(order.index(layer) + 1) % len(order)] if layer in order else None
+
+
+def layer_title(session: ReplaySession, layer: str | None, title: str) -> str:
+    """``title`` saying whose judgments are shown: a named layer first (80 columns keep it), the run's
+    own (main) last and only when the recording holds named layers (``L`` cycles them)."""
+    if layer is not None:
+        return f"judgments {layer} · {title}"
+    return f"{title} · judgments main (L: {1 + len(named)} layers)" if (named := judgment_layers(session)) else title
