@@ -26,7 +26,8 @@ from memprobe_engine.paradigms.read.probe import ProbeDetail, probe_detail
 from memprobe_engine.paradigms.read.queries import episode_spans, episode_steps
 from memprobe_engine.replay import ReplaySession
 from memprobe_engine.replay.queries import step_seq_range
-from memprobe_tui.messages import Loaded, RescoreFinished, RescoreText
+from memprobe_engine.llm.call_progress import CallProgress
+from memprobe_tui.messages import Loaded, RescoreProgress, RescoreText
 from memprobe_tui.paradigms.render import (
     answer_lines,
     fmt_score,
@@ -80,6 +81,9 @@ class ProbeSink:
 
     def score(self, score: float, subscores: dict[str, float], reason: str, excluded: bool) -> None:
         self._post(ProbeRerunScore(score, subscores, reason, excluded))
+
+    def progress(self, progress: CallProgress) -> None:
+        self._post(RescoreProgress(progress))
 
 
 class ProbeScreen(RerunScreen):
@@ -240,11 +244,10 @@ store the reader searched, `[`/`]` the other probes, `s` the same probe under th
         self.query_one(RerunPanel).line(f"new score: {shown} — {message.reason}")
         self._draw()
 
-    @on(RescoreFinished)
-    def _rerun_finished(self, message: RescoreFinished) -> None:
-        done = message.outcome == "done"
-        self.query_one(RerunPanel).status(f"re-run {message.outcome}" + (" — answer and score appended to the recording"
-                                                                          if done else ""))
+    def rerun_ended(self, outcome: str) -> None:
+        done = outcome == "done"
+        self.query_one(RerunPanel).status(f"re-run {outcome}" + (" — answer and score appended to the recording"
+                                                                  if done else ""))
         if done:
             self._pick_up()
 
