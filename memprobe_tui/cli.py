@@ -38,14 +38,6 @@ def replay(recording: Annotated[Path, typer.Argument(help="A recording folder (h
            ) -> None:
     """Replay one recording: run overview, transcripts, memory time travel, dimension inspector; for a
     paradigm (protocol-B) recording: episode list, session stepper, probe inspector with live re-run."""
-    from memprobe_tui.typeahead_tty import typeahead_kept
-
-    with typeahead_kept():  # keys typed while the recording opens wait for the app
-        _replay(recording, no_color, model, config, compare)
-
-
-def _replay(recording: Path, no_color: bool, model: list[str] | None, config: Path | None,
-            compare: str | None) -> None:
     import os
 
     from memprobe_engine.llm.backends.local_child import serve_for_ui
@@ -97,13 +89,6 @@ def _replay_compare(base_text: str, other_text: str, no_color: bool) -> None:
 def tui(directory: Annotated[Path, typer.Argument(help="A folder of recordings.")] = Path("recordings"),
         no_color: Annotated[bool, typer.Option("--no-color", help=NO_COLOR_HELP)] = False) -> None:
     """Browse the recordings in a folder, newest first, and replay any of them."""
-    from memprobe_tui.typeahead_tty import typeahead_kept
-
-    with typeahead_kept():  # keys typed while the folder is read wait for the app
-        _tui(directory, no_color)
-
-
-def _tui(directory: Path, no_color: bool) -> None:
     from memprobe_engine.llm.backends.local_child import serve_for_ui
     from memprobe_engine.replay import list_recordings
     from memprobe_tui.app import MemProbeApp

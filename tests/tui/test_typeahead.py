@@ -97,26 +97,34 @@ async def test_a_failed_load_lets_the_keys_go(monkeypatch: pytest.MonkeyPatch) -
 
 
 def test_keys_typed_before_the_app_starts_stay_as_typed_and_unechoed(monkeypatch: pytest.MonkeyPatch) -> None:
-    """While the recording opens the terminal is the shell's: `j` Enter would be echoed over the screen,
-    held until Enter and arrive as `j` + line feed (which the app reads as Ctrl+J, not Enter)."""
+    """While Python starts and the recording opens the terminal is the shell's: `j` Enter would be
+    echoed over the screen, held until Enter and arrive as `j` + line feed (which the app reads as
+    Ctrl+J, not Enter). The console script switches that off first, for the UI commands only, and the
+    terminal is restored at exit."""
+    import atexit
     import io
     import os
     import pty
     import select
     import termios
 
-    from memprobe_tui.typeahead_tty import typeahead_kept
+    from memprobe_tui.typeahead_tty import keep_typeahead
 
     master, slave = pty.openpty()
     before = termios.tcgetattr(slave)
+    at_exit: list[Callable[[], object]] = []
+    monkeypatch.setattr(atexit, "register", lambda fn, *args: at_exit.append(lambda: fn(*args)))
     try:
         monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.FileIO(slave, closefd=False)))
-        with typeahead_kept():
-            os.write(master, b"j\r")  # typed: no Enter to end a line is needed, and none is added
-            ready, _, _ = select.select([slave], [], [], 2)
-            assert ready and os.read(slave, 16) == b"j\r"
-            echoed, _, _ = select.select([master], [], [], 0.2)
-            assert not echoed  # nothing written over the screen
+        assert not keep_typeahead(["memprobe", "report", "recordings/x"]) and not at_exit  # not a UI command
+        assert keep_typeahead(["memprobe", "replay", "recordings/x"])
+        os.write(master, b"j\r")  # typed: no Enter to end a line is needed, and none is added
+        ready, _, _ = select.select([slave], [], [], 2)
+        assert ready and os.read(slave, 16) == b"j\r"
+        echoed, _, _ = select.select([master], [], [], 0.2)
+        assert not echoed  # nothing written over the screen
+        assert len(at_exit) == 1
+        at_exit[0]()
         assert termios.tcgetattr(slave) == before  # the shell gets its terminal back as it was
     finally:
         os.close(master)
