@@ -13,8 +13,9 @@ binding takes, and every key while a text box has focus, goes to the focused wid
 that changes the screen lets the new one mount before the next is applied; one that opens a screen
 which holds keys too (a recording opened from the browser) leaves the rest held for it.
 
-Keys typed before the app has the terminal (while the recording opens) are the terminal's:
-:func:`memprobe_tui.typeahead_tty.typeahead_kept` keeps them unechoed and as typed until the app reads them.
+Keys typed before the app has the terminal (while Python starts and the recording opens) are the
+terminal's: :func:`memprobe_tui.typeahead_tty.keep_typeahead` keeps them unechoed and as typed until
+the app reads them.
 """
 
 from __future__ import annotations
