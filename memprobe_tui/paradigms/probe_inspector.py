@@ -102,7 +102,8 @@ One **probe** of a paradigm episode under one memory system.
 
 `r` re-runs the reader and the scorer on this probe with a model you choose (the same prompt the
 reader saw, sent again; the memory system is not re-run); the reply streams below and the new score
-is appended to the recording. Esc cancels a running re-run. `c` opens the reader's LLM call, `m` the
+is appended to the recording; until the reply streams, a line says what the call does (the embedded
+model starting, the prompt evaluated so far). Esc cancels a running re-run. `c` opens the reader's LLM call, `m` the
 store the reader searched, `[`/`]` the other probes, `s` the same probe under the next system.
 """
 

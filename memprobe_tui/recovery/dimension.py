@@ -81,7 +81,9 @@ the top-k items retrieved for the query, shown with their similarity scores):
 `r` re-runs slot-fill, judge and attribution with fresh model calls: it first asks for the model
 (prefilled with the configured slot-filler's; Enter runs, Esc cancels, nothing is written until
 Enter), because the new scores are appended to the recording. While it runs the status line shows
-the step, elapsed time and an upper-bound ETA; Esc cancels. `c` opens the recovery judge's LLM call (the slot-filler's when a rubric scored it
+the step, elapsed time and an upper-bound ETA, and the line below it what the model call does (the
+embedded model starting, the prompt evaluated so far: `512/1,708 tokens`, the reply streaming); Esc
+cancels. `c` opens the recovery judge's LLM call (the slot-filler's when a rubric scored it
 without a call), `m` the store as the slot-filler read it (at its fill, each item with the step
 that wrote it; `kN` its rank in retrieve's top-k), `t` the task's transcript, `e` the first evidence
 turn, `[`/`]` the previous/next dimension, `s` the next system.
