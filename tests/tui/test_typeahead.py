@@ -43,7 +43,8 @@ async def test_keys_typed_during_the_load_move_the_cursor_and_open_the_row(monke
         await pilot.pause(0.2)
         overview = app.screen
         assert isinstance(overview, RecordingOverview) and not overview.session.indexed  # still loading
-        await pilot.press("j", "j", "j", "enter")  # rows: longctx_full all, longctx_full user_001, nomem all, nomem user_001
+        # The rows: longctx_full all, longctx_full user_001, nomem all, nomem user_001.
+        await pilot.press("j", "j", "j", "enter")
         await pilot.pause(0.2)
         assert app.screen is overview  # nothing acted on the empty table
         loaded.set()

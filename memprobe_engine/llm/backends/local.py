@@ -10,8 +10,9 @@ the server, waits until ``/v1/models`` answers, and delegates every request to
 One server per tier per process, shared by every backend of that tier (a 1.5B model holds ~2 GB;
 two copies would only compete for the same CPU cores). It starts on first use, and stops when the
 last backend using it is closed, or at interpreter exit; a UI's process
-(:func:`.local_child.serve_for_ui`) runs it in a child process instead and keeps it up until exit. How it serves (:class:`Serving`) is set per
-spec or by environment variable, and measured in ``bench/quick_run.py``:
+(:func:`.local_child.serve_for_ui`) runs it in a child process instead and keeps it up until exit.
+How it serves (:class:`Serving`) is set per spec or by environment variable, and measured in
+``bench/quick_run.py``:
 
 - **slots**: several sequences decoded together (llama.cpp's continuous batching), each with its own
   context of ``context_tokens``. Decoding a small model on a CPU is bound by memory bandwidth, so two
