@@ -74,7 +74,7 @@ class RerunScreen(ReplayScreen):
     def _rerun_text(self, message: RescoreText) -> None:
         panel = self.query_one(RerunPanel)
         if message.note:
-            panel.line(message.text)
+            panel.note(message.text)
         else:
             panel.write(message.text, message.stage)
 

@@ -200,6 +200,13 @@ class RerunPanel(Vertical):
             self._set_doing(f"{STREAMING}: {self._pieces} piece{'s' if self._pieces > 1 else ''}", STREAMING)
         self._append(text)
 
+    def note(self, text: str) -> None:
+        """A progress note of the re-run (a span begins: the next access mode, an attribution stage).
+        The text streamed after it opens a section (and a step) of its own, even under the same stage
+        label: retrieve's slot-fill after dump_all's was shown as the same step 1."""
+        self._stage = None
+        self.line(text)
+
     def line(self, text: str) -> None:
         """A line of its own (a note, a stage header), even in the middle of streamed text."""
         current = self.text

@@ -268,3 +268,25 @@ async def test_the_progress_a_sink_is_told_reaches_both_panels() -> None:
             await until(pilot, lambda: "starting the embedded model local:1.5b" in progress(screen), FIRST_PROGRESS_S,
                         "the model's start is shown")
             await pilot.press("escape")
+
+
+async def test_each_access_mode_s_slot_fill_is_a_step_of_its_own() -> None:
+    """Seen while verifying in tmux: retrieve's slot-fill, after dump_all's, still read "step 1/≤10
+    (slot_fill)" — the same stage label, so no new section and no new step."""
+    async def two_modes(request: RescoreRequest, sink: RescoreSink) -> None:
+        for mode in ("dump_all", "retrieve"):
+            sink.note(f"rescore writing_skill {mode}")
+            sink.text('{"label": "x"}', "slot_fill")
+        await asyncio.sleep(3600)
+
+    app = dimension_app(SAMPLE_A, two_modes)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("d")
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, DimensionScreen)
+        await pilot.press("r", "enter")
+        await until(pilot, lambda: "step 2/≤10 (slot_fill)" in status(screen), 2, "the second mode's step")
+        assert screen.query_one("#rerun-log").text.count("── slot_fill") == 2  # type: ignore[attr-defined]
+        await pilot.press("escape")
