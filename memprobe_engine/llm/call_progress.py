@@ -13,8 +13,11 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import dataclasses
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+
+from memprobe_engine.llm.hashing import current_role
 
 
 @dataclass(frozen=True)
@@ -29,14 +32,18 @@ class CallProgress:
     done: int | None = None
     total: int | None = None
     cached: int = 0
+    #: The role the call is made for (``slot_filler``); :func:`report` fills it in from the chat
+    #: client's ``current_role`` when the reporter does not know it (a backend).
+    role: str | None = None
 
     def describe(self) -> str:
-        """``evaluating the prompt: 512/1,834 tokens (28 %)``; the step alone without counts."""
+        """``slot_filler: evaluating the prompt: 512/1,834 tokens (27 %)``; without counts, the step alone."""
+        said = f"{self.role}: {self.what}" if self.role else self.what
         if self.total is None or self.done is None:
-            return self.what
+            return said
         share = f" ({100 * self.done // self.total} %)" if self.total else ""
         cached = f", {self.cached:,} from cache" if self.cached else ""
-        return f"{self.what}: {self.done:,}/{self.total:,} tokens{share}{cached}"
+        return f"{said}: {self.done:,}/{self.total:,} tokens{share}{cached}"
 
 
 ProgressListener = Callable[[CallProgress], None]
@@ -62,7 +69,9 @@ def listening() -> bool:
 
 
 def report(progress: CallProgress) -> None:
-    """Tell the listener of this context, if any."""
+    """Tell the listener of this context, if any (with the role of the call under way)."""
     listener = _listener.get()
     if listener is not None:
+        if progress.role is None and (role := current_role.get()) is not None:
+            progress = dataclasses.replace(progress, role=role)
         listener(progress)

@@ -464,7 +464,7 @@ class ChatClient:
                 scrubber = StreamScrubber(self.scrub, self.secret_values())
                 # Said before anything else is known: a viewer shows it until the backend says more.
                 again = f" (attempt {attempt + 1})" if attempt else ""
-                report(CallProgress(f"asking {call.spec.spec_string()}{again}"))
+                report(CallProgress(f"asking {call.spec.spec_string()}{again}", role=call.role))
                 try:
                     async with _closing(call.backend.stream(request)) as source:
                         while True:

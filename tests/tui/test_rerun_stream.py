@@ -127,8 +127,8 @@ async def test_a_dimension_rerun_shows_its_progress_then_its_tokens_and_esc_canc
         screen = app.screen
         assert isinstance(screen, DimensionScreen)
         await pilot.press("r", "enter")
-        await until(pilot, lambda: "evaluating the prompt: 0/1,710 tokens" in progress(screen), FIRST_PROGRESS_S,
-                    "the prompt's evaluation is shown")
+        await until(pilot, lambda: "slot_filler: evaluating the prompt: 0/1,710 tokens" in progress(screen),
+                    FIRST_PROGRESS_S, "the prompt's evaluation is shown")
         assert "running" in status(screen) and "evaluating the prompt: 0/1,710 tokens (0 %)" in screen_text(pilot)
         llama.evaluated.set()
         await until(pilot, lambda: "512/1,710 tokens (29 %)" in progress(screen), 5, "the next prompt step")
@@ -185,8 +185,8 @@ async def test_a_probe_rerun_shows_its_progress_and_esc_cancels_at_once(
         screen = app.screen
         assert isinstance(screen, ProbeScreen)
         await pilot.press("r", "enter")
-        await until(pilot, lambda: "evaluating the prompt: 0/1,710 tokens" in progress(screen), FIRST_PROGRESS_S,
-                    "the prompt's evaluation is shown")
+        await until(pilot, lambda: "reader: evaluating the prompt: 0/1,710 tokens" in progress(screen),
+                    FIRST_PROGRESS_S, "the prompt's evaluation is shown")
         llama.evaluated.set()
         llama.generate.set()
         await until(pilot, lambda: "the reply streams" in progress(screen), 5, "the reply streams")

@@ -235,10 +235,10 @@ async def test_a_stream_tells_its_progress_before_its_first_piece(serve: Any) ->
     with reporting_to(lambda p: told.append(p.describe())):
         pieces = [piece async for piece in client.stream("agent", ask())]
     assert pieces == ["Hel", "lo"]
-    assert told == [f"asking openai:test-model@{server.url}",
-                    "evaluating the prompt: 0/1,710 tokens (0 %)",
-                    "evaluating the prompt: 512/1,710 tokens (29 %)",
-                    "evaluating the prompt: 1,710/1,710 tokens (100 %), 256 from cache"]
+    assert told == [f"agent: asking openai:test-model@{server.url}",
+                    "agent: evaluating the prompt: 0/1,710 tokens (0 %)",
+                    "agent: evaluating the prompt: 512/1,710 tokens (29 %)",
+                    "agent: evaluating the prompt: 1,710/1,710 tokens (100 %), 256 from cache"]
     assert "return_progress" not in server.requests[0]["body"]  # only llama.cpp's own backend asks for it
     told.clear()
     assert [piece async for piece in client.stream("agent", ask("nobody listens"))] == ["Hel", "lo"]
