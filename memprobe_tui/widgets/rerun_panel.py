@@ -97,6 +97,7 @@ class RerunPanel(Vertical):
         self._doing_what = ""      # the step it is in (a prompt's counts change, its step does not)
         self._doing_since = 0.0    # when that step began
         self._pieces = 0           # pieces of the reply streamed since it began streaming
+        self._role = ""            # the role of the call under way, as its last progress said
 
     def on_mount(self) -> None:
         self.set_interval(1.0, self._tick)
@@ -118,7 +119,7 @@ class RerunPanel(Vertical):
         self._started = self._step_started = time.monotonic()
         self._steps, self._total = 0, STEPS_PER_MODE * max(1, modes)
         self._clear("")
-        self._doing_what = ""
+        self._doing_what = self._role = ""
         self._set_doing("starting the re-run")
         self._tick()
 
@@ -147,6 +148,7 @@ class RerunPanel(Vertical):
     def progress(self, progress: CallProgress) -> None:
         """The model call under way reports what it does (shown until the next report or piece)."""
         if self._outcome is None:
+            self._role = progress.role or ""
             self._set_doing(progress.describe(), progress.what)
 
     def progress_line(self, now: float | None = None) -> str:
@@ -197,7 +199,8 @@ class RerunPanel(Vertical):
             self._tick()
         if self._outcome is None:  # the reply streams: the progress line counts its pieces
             self._pieces = self._pieces + 1 if self._doing_what == STREAMING else 1
-            self._set_doing(f"{STREAMING}: {self._pieces} piece{'s' if self._pieces > 1 else ''}", STREAMING)
+            role = f"{self._role}: " if self._role else ""
+            self._set_doing(f"{role}{STREAMING}: {self._pieces} piece{'s' if self._pieces > 1 else ''}", STREAMING)
         self._append(text)
 
     def note(self, text: str) -> None:

@@ -134,6 +134,7 @@ async def test_a_dimension_rerun_shows_its_progress_then_its_tokens_and_esc_canc
         await until(pilot, lambda: "512/1,710 tokens (29 %)" in progress(screen), 5, "the next prompt step")
         llama.generate.set()
         await until(pilot, lambda: streamed(screen) >= 3, 5, "the reply streams")
+        assert progress(screen).startswith("slot_filler: the reply streams: ")
         assert '{"reason":' in screen.query_one("#rerun-log").text  # type: ignore[attr-defined]
         await pilot.press("escape")
         await pilot.pause(CANCELLED_S)
