@@ -28,6 +28,7 @@ from memprobe_tui.screens.llm_call import LLMCallScreen
 from memprobe_tui.screens.memory import MemoryScreen
 from memprobe_tui.screens.text_view import TextViewScreen
 from memprobe_tui.widgets.detail_log import DetailLog
+from memprobe_tui.typeahead import TypeAheadApp
 from memprobe_tui.widgets.search_prompt import SearchPrompt
 
 #: The shared screens, then every protocol's own (their bindings' ids may be remapped in the keymap).
@@ -39,8 +40,9 @@ SCREENS += tuple(dict.fromkeys(screen for entry in entries().values() for screen
 BINDING_WIDGETS: tuple[type[DOMNode], ...] = (DetailLog, SearchPrompt)
 
 
-class MemProbeApp(App[None]):
-    """Replays one recording (``session``) or browses a folder of them (``folder``)."""
+class MemProbeApp(TypeAheadApp):
+    """Replays one recording (``session``) or browses a folder of them (``folder``). Keys typed while
+    a recording loads wait for its screen (:mod:`memprobe_tui.typeahead`)."""
 
     TITLE = "MemProbe"
     BINDINGS: ClassVar[list[BindingType]] = [

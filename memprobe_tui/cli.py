@@ -40,6 +40,7 @@ def replay(recording: Annotated[Path, typer.Argument(help="A recording folder (h
     paradigm (protocol-B) recording: episode list, session stepper, probe inspector with live re-run."""
     import os
 
+    from memprobe_engine.llm.backends.local_child import serve_for_ui
     from memprobe_engine.llm.config import load_llm_config
     from memprobe_engine.protocols import open_session
     from memprobe_tui.app import MemProbeApp
@@ -54,6 +55,7 @@ def replay(recording: Annotated[Path, typer.Argument(help="A recording folder (h
     except MemProbeError as err:
         _fail(err)
         return
+    serve_for_ui()
     try:
         MemProbeApp(session=session, no_color=no_color, live=entry_for(session).live_hooks(llm_config)).run()
     finally:
@@ -87,6 +89,7 @@ def _replay_compare(base_text: str, other_text: str, no_color: bool) -> None:
 def tui(directory: Annotated[Path, typer.Argument(help="A folder of recordings.")] = Path("recordings"),
         no_color: Annotated[bool, typer.Option("--no-color", help=NO_COLOR_HELP)] = False) -> None:
     """Browse the recordings in a folder, newest first, and replay any of them."""
+    from memprobe_engine.llm.backends.local_child import serve_for_ui
     from memprobe_engine.replay import list_recordings
     from memprobe_tui.app import MemProbeApp
 
@@ -95,6 +98,7 @@ def tui(directory: Annotated[Path, typer.Argument(help="A folder of recordings."
     except MemProbeError as err:
         _fail(err)
         return
+    serve_for_ui()
     MemProbeApp(folder=directory, no_color=no_color).run()
 
 

@@ -6,9 +6,17 @@ imports the UI; Textual itself is imported only when one of the three UI command
 
 from __future__ import annotations
 
-from memprobe_engine.cli import app
-from memprobe_engine.cli import main as engine_main
-from memprobe_tui.cli import replay, serve, tui
+import sys
+
+from memprobe_tui.typeahead_tty import keep_typeahead
+
+# First, before the engine loads (a second or more): keys typed while `replay` or `tui` starts are
+# kept for the app, as typed (memprobe_tui.typeahead_tty).
+keep_typeahead(sys.argv)
+
+from memprobe_engine.cli import app  # noqa: E402 - after the terminal is switched, on purpose
+from memprobe_engine.cli import main as engine_main  # noqa: E402
+from memprobe_tui.cli import replay, serve, tui  # noqa: E402
 
 app.command("replay")(replay)
 app.command("tui")(tui)

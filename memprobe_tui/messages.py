@@ -9,6 +9,8 @@ from typing import Any
 from rich.console import RenderableType
 from textual.message import Message
 
+from memprobe_engine.llm.call_progress import CallProgress
+
 
 class IndexProgress(Message):
     """The index pass has covered ``done`` of ``total`` lines."""
@@ -56,6 +58,14 @@ class RescoreScore(Message):
     def __init__(self, mode: str, score: float | None, reason: str | None) -> None:
         super().__init__()
         self.mode, self.score, self.reason = mode, score, reason
+
+
+class RescoreProgress(Message):
+    """What the model call of a running re-run does before its reply streams (engine's CallProgress)."""
+
+    def __init__(self, progress: CallProgress) -> None:
+        super().__init__()
+        self.progress = progress
 
 
 class RescoreFinished(Message):

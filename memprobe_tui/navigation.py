@@ -27,6 +27,10 @@ class Navigator(Protocol):
 
     def open_llm_call(self, session: ReplaySession, seq: int) -> None: ...
 
+    def release_keys(self) -> None:
+        """A screen that held the keys typed while it loaded is ready: apply them (``typeahead``)."""
+        ...
+
     def route(self, name: str, *args: object) -> None:
         """Open a protocol's own screen by its route name (the protocol's TUI entry maps it)."""
         ...

@@ -42,6 +42,7 @@ from memprobe_engine.errors import LLMError, MemProbeError
 from memprobe_engine.events.llm import LLMCall, RecordedMessage, RetryNote, TokenUsage
 from memprobe_engine.events.recorder import NULL_RECORDER, Recorder
 from memprobe_engine.llm.cache import ResponseStore, SharedStore, endpoint_of
+from memprobe_engine.llm.call_progress import CallProgress, report
 from memprobe_engine.llm.config import LLMConfig
 from memprobe_engine.llm.hashing import current_role, request_hash
 from memprobe_engine.llm.secrets import scrub_shapes
@@ -461,6 +462,9 @@ class ChatClient:
                 # A key the server echoes may be split between pieces: the scrubber holds back an
                 # end that could still be the start of one and scrubs it with the next piece.
                 scrubber = StreamScrubber(self.scrub, self.secret_values())
+                # Said before anything else is known: a viewer shows it until the backend says more.
+                again = f" (attempt {attempt + 1})" if attempt else ""
+                report(CallProgress(f"asking {call.spec.spec_string()}{again}", role=call.role))
                 try:
                     async with _closing(call.backend.stream(request)) as source:
                         while True:

@@ -12,11 +12,14 @@ re-run and the comparison isolates the reader model. The answer is scored by the
 is the original score's seq. Earlier events are never touched; readers use the latest score.
 
 The UI passes a :class:`ProbeRerunSink` whose methods post messages (called from the event loop
-the re-run awaits on); the reply streams into it piece by piece.
+the re-run awaits on); the reply streams into it piece by piece, and what the call does before its
+first piece (the model's start, the prompt's evaluation) goes to its ``progress``.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -29,6 +32,7 @@ from memprobe_engine.events.paradigms import ProbeAnswer, ProbeScore
 from memprobe_engine.events.reader import DamagedEvent, RecordingReader, open_recording
 from memprobe_engine.events.recorder import Recorder
 from memprobe_engine.events.run import SpanBegin
+from memprobe_engine.llm.call_progress import CallProgress, reporting_to
 from memprobe_engine.llm.config import LLMConfig, load_llm_config
 from memprobe_engine.llm.spec import parse_spec
 from memprobe_engine.llm.types import ChatMessage, SamplingParams
@@ -69,6 +73,10 @@ class ProbeRerunSink(Protocol):
 
     def score(self, score: float, subscores: dict[str, float], reason: str, excluded: bool) -> None:
         """The rule scorer's verdict on the new answer (already appended to the recording)."""
+
+    def progress(self, progress: CallProgress) -> None:
+        """What the reader's call does before its reply streams (starting the model, evaluating the
+        prompt: so many of so many tokens). Optional: a sink without it is not told."""
 
 
 ProbeRerunFunction = Callable[[ProbeRerunRequest, ProbeRerunSink], Awaitable[object]]
@@ -203,14 +211,22 @@ def reader_config(base: LLMConfig, spec: str | None) -> LLMConfig:
     return LLMConfig(models={**base.models, READER_ROLE: parse_spec(spec, origin="the re-run's reader model")})
 
 
+def _read_probe(request: ProbeRerunRequest) -> RerunMaterial:
+    with open_recording(request.recording) as reader:
+        return gather_probe(reader, request)
+
+
 async def rerun_probe(request: ProbeRerunRequest, sink: ProbeRerunSink, *, llm_config: LLMConfig | None = None,
                       chat_factory: Callable[[LLMConfig, Recorder], Any] | None = None) -> ProbeScore:
     """Re-run the reader (streamed) and the scorer on one probe, appending both to the recording.
     Returns the appended score. ``chat_factory`` builds the chat client (tests pass a scripted one)."""
     base = llm_config if llm_config is not None else load_llm_config(None, os.environ, [])
     config = reader_config(base, request.reader)
-    with open_recording(request.recording) as reader:
-        material = gather_probe(reader, request)
+    listener = getattr(sink, "progress", None)  # optional (see ProbeRerunSink.progress)
+    if listener is not None:
+        listener(CallProgress("reading the probe from the recording"))
+    # Read in a thread: a big recording takes seconds, and a UI's event loop awaits this.
+    material = await asyncio.to_thread(_read_probe, request)
     spec = config.spec_for(READER_ROLE).spec_string()
     sink.note(f"reader {spec} (fresh call, no cache) on probe {request.probe_index + 1} "
               f"({material.probe.probe_type}) of {request.episode_id} × {request.system}")
@@ -232,7 +248,8 @@ async def rerun_probe(request: ProbeRerunRequest, sink: ProbeRerunSink, *, llm_c
             with recorder.span(f"rescore {request.episode_id} probe {request.probe_index}", "rescore",
                                unit=original.unit, system=request.system, episode_id=request.episode_id,
                                probe_index=request.probe_index, rescore_of=material.original_score_seq, reader=spec):
-                score = await _reread(chat, recorder, request, material, sink)
+                with reporting_to(listener) if listener is not None else contextlib.nullcontext():
+                    score = await _reread(chat, recorder, request, material, sink)
         finally:
             await chat.aclose()
     return score

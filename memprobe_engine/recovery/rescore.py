@@ -9,6 +9,8 @@ which is never touched. The hidden target, task and pool entry come from the uni
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -173,6 +175,12 @@ def _unit_inputs(reader: RecordingReader, case: Case) -> dict[str, Any]:
                          f"(bank, tasks), so it cannot be re-scored.")
 
 
+def _read_cases(record: Path, cases: list[Case]) -> tuple[list[CaseMaterial], RecoveryConfig]:
+    """Each case's material and the recording's protocol-A settings."""
+    with open_recording(record) as reader:
+        return [gather(reader, case) for case in cases], RecoveryConfig.of(reader.header)
+
+
 async def rescore(record: Path, cases: Iterable[Case], *, chat_factory: Callable[[Recorder], Any],
                   context_tokens: int, attribution: bool = True, on_text: TextSink | None = None,
                   on_event: EventSink | None = None, max_tokens: int | None = 200,
@@ -187,12 +195,11 @@ async def rescore(record: Path, cases: Iterable[Case], *, chat_factory: Callable
     current outcome. ``judge_only`` judges the recorded slot-fill again instead of filling anew (a
     judge's sensitivity alone: no slot-filler call, no attribution). ``judge_kind`` (model or
     calibrated:NAME, :mod:`.judge_kind`) defaults to the judge the recording was scored with."""
-    with open_recording(record) as reader:
-        materials = [gather(reader, case) for case in cases]
-        config = RecoveryConfig.of(reader.header)
-        chosen = policy or policy_of(config)
-        framing = framing_of(config)
-        judge_kind = judge_kind or judge_of(config)
+    # Read in a thread: a big recording takes seconds, and a UI's event loop awaits this.
+    materials, config = await asyncio.to_thread(_read_cases, record, list(cases))
+    chosen = policy or policy_of(config)
+    framing = framing_of(config)
+    judge_kind = judge_kind or judge_of(config)
     results: list[RescoreResult] = []
     # The shared run lifecycle: run_start/run_end around the appended events, leftover spans closed.
     async with recorded_run(record, header=None, suite="rescore", resumed=True, cancel_strays=False,
@@ -265,8 +272,10 @@ async def rescore_dimension(request: RescoreRequest, sink: RescoreSink, *,
                             llm_config: LLMConfig | None = None) -> None:
     """The replay UI's re-run hook (``memprobe_engine.replay.RescoreFunction``): re-score one
     (user, system, dimension) under the requested modes, streaming text, scores and stage verdicts
-    into ``sink``. Models come from ``llm_config`` or, by default, the environment
+    into ``sink``, and what each model call does before its reply streams (``sink.progress``, when the
+    sink has it). Models come from ``llm_config`` or, by default, the environment
     (``MEMPROBE_MODEL…``), which falls back to the embedded model; ``request.model`` replaces them."""
+    from memprobe_engine.llm.call_progress import CallProgress, reporting_to
     from memprobe_engine.llm.client import ChatClient
 
     config = rescore_config(llm_config, request.model)
@@ -281,12 +290,16 @@ async def rescore_dimension(request: RescoreRequest, sink: RescoreSink, *,
         elif isinstance(event, SpanBegin):
             sink.note(event.name)
 
+    listener = getattr(sink, "progress", None)  # optional (see RescoreSink.progress)
     sink.note(f"models: slot_filler {config.spec_for('slot_filler').spec_string()}, "
               f"recovery_judge {config.spec_for('recovery_judge').spec_string()}, "
               f"attribution_judge {config.spec_for('attribution_judge').spec_string()} (fresh calls, no cache)")
     # A live re-run asks the models again: answering from the response cache would only replay the
     # original output of the same model.
-    await rescore(request.recording, cases,
-                  chat_factory=lambda recorder: ChatClient(config, recorder, cache=None),
-                  context_tokens=config.spec_for("slot_filler").context_budget(),
-                  on_text=lambda stage, piece: sink.text(piece, stage), on_event=on_event)
+    if listener is not None:
+        listener(CallProgress("reading the case from the recording"))
+    with reporting_to(listener) if listener is not None else contextlib.nullcontext():
+        await rescore(request.recording, cases,
+                      chat_factory=lambda recorder: ChatClient(config, recorder, cache=None),
+                      context_tokens=config.spec_for("slot_filler").context_budget(),
+                      on_text=lambda stage, piece: sink.text(piece, stage), on_event=on_event)

@@ -3,7 +3,8 @@
 A re-score re-runs the slot-filler, the judge and the attribution stages of one (user, system,
 dimension) against the recorded store, appending new events (``judge_score.rescore_of`` points at
 the original) — it never re-runs the system under test and never rewrites earlier events. While it
-runs it reports through a :class:`RescoreSink`: streamed text pieces, stage verdicts and scores. The
+runs it reports through a :class:`RescoreSink`: streamed text pieces, stage verdicts, scores and
+what the model call under way does before its reply streams. The
 UI passes a sink whose methods post messages (they may be called from any thread or task).
 ``recovery/rescore.py`` implements it (:func:`rescore_dimension`); ``replay/`` re-exports the types.
 """
@@ -13,7 +14,10 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from memprobe_engine.llm.call_progress import CallProgress
 
 
 @dataclass(frozen=True)
@@ -45,6 +49,10 @@ class RescoreSink(Protocol):
 
     def score(self, mode: str, score: float | None, reason: str | None) -> None:
         """The new judge score of ``mode`` (None: excluded)."""
+
+    def progress(self, progress: CallProgress) -> None:
+        """What the model call under way does before its reply streams: starting the model, waiting,
+        evaluating the prompt (so many of so many tokens). Optional: a sink without it is not told."""
 
 
 RescoreFunction = Callable[[RescoreRequest, RescoreSink], Awaitable[None]]

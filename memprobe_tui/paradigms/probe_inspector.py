@@ -26,7 +26,8 @@ from memprobe_engine.paradigms.read.probe import ProbeDetail, probe_detail
 from memprobe_engine.paradigms.read.queries import episode_spans, episode_steps
 from memprobe_engine.replay import ReplaySession
 from memprobe_engine.replay.queries import step_seq_range
-from memprobe_tui.messages import Loaded, RescoreFinished, RescoreText
+from memprobe_engine.llm.call_progress import CallProgress
+from memprobe_tui.messages import Loaded, RescoreProgress, RescoreText
 from memprobe_tui.paradigms.render import (
     answer_lines,
     fmt_score,
@@ -81,6 +82,9 @@ class ProbeSink:
     def score(self, score: float, subscores: dict[str, float], reason: str, excluded: bool) -> None:
         self._post(ProbeRerunScore(score, subscores, reason, excluded))
 
+    def progress(self, progress: CallProgress) -> None:
+        self._post(RescoreProgress(progress))
+
 
 class ProbeScreen(RerunScreen):
     """``probe_index`` is the probe's position in the episode (0-based)."""
@@ -98,7 +102,8 @@ One **probe** of a paradigm episode under one memory system.
 
 `r` re-runs the reader and the scorer on this probe with a model you choose (the same prompt the
 reader saw, sent again; the memory system is not re-run); the reply streams below and the new score
-is appended to the recording. Esc cancels a running re-run. `c` opens the reader's LLM call, `m` the
+is appended to the recording; until the reply streams, a line says what the call does (the embedded
+model starting, the prompt evaluated so far). Esc cancels a running re-run. `c` opens the reader's LLM call, `m` the
 store the reader searched, `[`/`]` the other probes, `s` the same probe under the next system.
 """
 
@@ -240,11 +245,10 @@ store the reader searched, `[`/`]` the other probes, `s` the same probe under th
         self.query_one(RerunPanel).line(f"new score: {shown} — {message.reason}")
         self._draw()
 
-    @on(RescoreFinished)
-    def _rerun_finished(self, message: RescoreFinished) -> None:
-        done = message.outcome == "done"
-        self.query_one(RerunPanel).status(f"re-run {message.outcome}" + (" — answer and score appended to the recording"
-                                                                          if done else ""))
+    def rerun_ended(self, outcome: str) -> None:
+        done = outcome == "done"
+        self.query_one(RerunPanel).status(f"re-run {outcome}" + (" — answer and score appended to the recording"
+                                                                  if done else ""))
         if done:
             self._pick_up()
 

@@ -23,7 +23,8 @@ from memprobe_engine.recovery.read import DimensionDetail, RescoreFunction, Resc
 from memprobe_engine.recovery.read.outcome_index import judgment_layers
 from memprobe_engine.recovery.read.why import WhyChain, embedder_name, make_embed, why_chain
 from memprobe_engine.replay import ReplaySession, systems, unit_dimensions
-from memprobe_tui.messages import Loaded, RescoreFinished, RescoreScore, RescoreStage, RescoreText
+from memprobe_engine.llm.call_progress import CallProgress
+from memprobe_tui.messages import Loaded, RescoreProgress, RescoreScore, RescoreStage, RescoreText
 from memprobe_tui.recovery.layers import NO_LAYERS, layer_title, next_layer
 from memprobe_tui.recovery.render_dimension import dimension_lines, judge_call
 from memprobe_tui.screens.base import ReplayScreen
@@ -54,6 +55,9 @@ class MessageSink:
     def score(self, mode: str, score: float | None, reason: str | None) -> None:
         self._send(RescoreScore(mode, score, reason))
 
+    def progress(self, progress: CallProgress) -> None:
+        self._send(RescoreProgress(progress))
+
 
 class DimensionScreen(RerunScreen):
     """``dimension`` None opens the unit's first dimension."""
@@ -79,7 +83,9 @@ the top-k items retrieved for the query, shown with their similarity scores):
 `r` re-runs slot-fill, judge and attribution with fresh model calls: it first asks for the model
 (prefilled with the configured slot-filler's; Enter runs, Esc cancels, nothing is written until
 Enter), because the new scores are appended to the recording. While it runs the status line shows
-the step, elapsed time and an upper-bound ETA; Esc cancels. `c` opens the recovery judge's LLM call (the slot-filler's when a rubric scored it
+the step, elapsed time and an upper-bound ETA, and the line below it what the model call does (the
+embedded model starting, the prompt evaluated so far: `512/1,708 tokens`, the reply streaming); Esc
+cancels. `c` opens the recovery judge's LLM call (the slot-filler's when a rubric scored it
 without a call), `m` the store as the slot-filler read it (at its fill, each item with the step
 that wrote it; `kN` its rank in retrieve's top-k), `t` the task's transcript, `e` the first evidence
 turn, `[`/`]` the previous/next dimension, `s` the next system, `L` the next judgment layer (the run's
@@ -132,6 +138,7 @@ the step (task 2, turn 1) that wrote it.
         self.live: dict[str, dict[str, Any]] = {}
         self._scroll_home = False  # another dimension or system: start at its top, not the old offset
         self._rescores_before: dict[str, int] = {}  # per mode, re-scores recorded when a re-run started
+        self._panel_key: tuple[str, str, str, str] | None = None  # whose re-run the panel shows
 
     def compose(self) -> ComposeResult:
         yield from self.compose_top()
@@ -153,7 +160,10 @@ the step (task 2, turn 1) that wrote it.
     def reload(self) -> None:
         super().reload()
         panel = self.query_one(RerunPanel)
-        if not self.rerun_running():
+        # The panel already showing this dimension's re-run keeps it: the recording grew by the
+        # re-run's own events, and its outcome (done, cancelled) must stay on screen.
+        if not self.rerun_running() and self._panel_key != self._rerun_key():
+            self._panel_key = self._rerun_key()
             if (earlier := self.nav.rerun_logs.get(self._rerun_key())) is not None:
                 panel.restore(f"re-score {self.dimension}", earlier)
             else:
@@ -227,8 +237,8 @@ the step (task 2, turn 1) that wrote it.
         if self.dimension is None or self.rerun_running():
             return
         # A re-run appends to the audited recording: ask first, with the model it will use.
-        self.ask_model(self._default_model, "re-run appends to this recording: model for slot-filler and judges · "
-                                            "Enter runs · Esc cancels")
+        # The title fits 80 columns (69 characters; the help says more).
+        self.ask_model(self._default_model, "slot-filler and judge model · Enter re-runs and appends · Esc cancels")
 
     def _default_model(self) -> str:
         """The slot-filler's configured model (``memprobe replay --model/--config``, else the environment)."""
@@ -252,6 +262,7 @@ the step (task 2, turn 1) that wrote it.
         chosen = event.value.strip()
         spec = chosen if chosen and chosen != self._default_model() else None  # None: the configured models
         request = RescoreRequest(self.session.directory, self.user_id, self.system, self.dimension, model=spec)
+        self._panel_key = self._rerun_key()
         self.query_one(RerunPanel).start(f"re-score {self.dimension}" + (f" with {spec}" if spec else ""),
                                          len(request.modes))
         self.query_one(DetailLog).focus()
@@ -273,13 +284,12 @@ the step (task 2, turn 1) that wrote it.
         self.query_one(RerunPanel).line(f"[{message.mode}] new score: {message.score}")
         self._draw()
 
-    @on(RescoreFinished)
-    def _rescore_finished(self, message: RescoreFinished) -> None:
+    def rerun_ended(self, outcome: str) -> None:
         panel = self.query_one(RerunPanel)
-        panel.finish(message.outcome)
+        panel.finish(outcome)
         if self.dimension is not None:  # kept for this session: reopening the inspector shows it again
             self.nav.rerun_logs[self._rerun_key()] = panel.text
-        if message.outcome == "done":
+        if outcome == "done":
             self._pick_up()
 
     @work(thread=True, exclusive=True, group="follow", exit_on_error=False, name="read re-score")

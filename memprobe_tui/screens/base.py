@@ -35,6 +35,9 @@ class ReplayScreen(Screen[None]):
     #: Markdown shown by the help screen above the key list: what this screen's numbers, columns and
     #: marks mean. Every screen sets its own.
     HELP: ClassVar[str] = ""
+    #: While True the app keeps the keys typed and applies them once the screen clears it
+    #: (``memprobe_tui.typeahead``): a screen whose content is still loading.
+    holds_keys: bool = False
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "back", "Back", id="screen.back"),

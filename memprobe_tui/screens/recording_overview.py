@@ -5,6 +5,8 @@ when another screen indexed new events, follows a recording that may still grow 
 appended events and tells the screen on top to redraw), and closes a recording the browser opened when
 it is left. A protocol's overview says only what its numbers are (:meth:`numbers`, computed in a worker)
 and how to show them (:meth:`show_numbers`), and when to start following (:meth:`start_following`).
+Keys typed before the numbers are first shown are held by the app and applied then
+(``memprobe_tui.typeahead``): until then the table is empty and a cursor key or Enter would be lost.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from textual.app import ComposeResult
 from textual.timer import Timer
 from textual.widget import Widget
 from textual.widgets import ProgressBar
-from textual.worker import get_current_worker
+from textual.worker import Worker, WorkerState, get_current_worker
 
 from memprobe_engine.replay import ReplaySession
 from memprobe_tui.messages import IndexProgress, Loaded, RecordingGrew
@@ -51,6 +53,7 @@ class RecordingOverview(ReplayScreen, Generic[NumbersT]):
         self.session: ReplaySession = session
         self._follow_timer: Timer | None = None
         self._ticks = 0
+        self.holds_keys = True
 
     # -- what a protocol's overview says -----------------------------------------------------
     def numbers_table(self) -> Widget:
@@ -154,6 +157,18 @@ class RecordingOverview(ReplayScreen, Generic[NumbersT]):
             self.show_numbers(cast(NumbersT, message.data))
             self.seen_version = self.session.version
             self.show_damage()
+            self.stop_holding_keys()
+
+    def stop_holding_keys(self) -> None:
+        """The table is there (or never will be): the keys typed meanwhile apply now."""
+        if self.holds_keys:
+            self.holds_keys = False
+            self.nav.release_keys()
+
+    @on(Worker.StateChanged)
+    def _index_ended(self, event: Worker.StateChanged) -> None:
+        if event.worker.group == "index" and event.state in (WorkerState.ERROR, WorkerState.CANCELLED):
+            self.stop_holding_keys()  # the failure is reported; the keys act on what is shown
 
     def on_recording_grew(self, message: RecordingGrew) -> None:
         # ReplayScreen's handler (called after this one) recomputes this screen; the screen on top

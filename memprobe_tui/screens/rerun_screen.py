@@ -1,7 +1,9 @@
 """What the inspectors with a live re-run share (protocol A's dimension inspector, protocol B's probe
 inspector): the model box asked before a re-run appends to the recording, the re-run's end told as a
-:class:`RescoreFinished` however it ends, its streamed text in the :class:`RerunPanel`, and Esc that
-first closes the box, then cancels the running re-run, and only then goes back.
+:class:`RescoreFinished` however it ends, its streamed text and its model call's progress in the
+:class:`RerunPanel`, and Esc that first closes the box, then cancels the running re-run (saying so at
+once: the re-run's cleanup may take a moment, and the screen must not read "running" meanwhile), and
+only then goes back.
 
 Each inspector keeps its own re-run worker (its group and name, which a failure is reported by) and
 what the re-run's answers and scores mean to its page.
@@ -16,7 +18,7 @@ from typing import ClassVar
 from textual import on
 from textual.widgets import Input
 
-from memprobe_tui.messages import RescoreFinished, RescoreText
+from memprobe_tui.messages import RescoreFinished, RescoreProgress, RescoreText
 from memprobe_tui.screens.base import ReplayScreen
 from memprobe_tui.widgets.rerun_panel import RerunPanel
 
@@ -72,9 +74,22 @@ class RerunScreen(ReplayScreen):
     def _rerun_text(self, message: RescoreText) -> None:
         panel = self.query_one(RerunPanel)
         if message.note:
-            panel.line(message.text)
+            panel.note(message.text)
         else:
             panel.write(message.text, message.stage)
+
+    @on(RescoreProgress)
+    def _rerun_progress(self, message: RescoreProgress) -> None:
+        self.query_one(RerunPanel).progress(message.progress)
+
+    @on(RescoreFinished)
+    def _rerun_finished(self, message: RescoreFinished) -> None:
+        self.rerun_ended(message.outcome)
+
+    def rerun_ended(self, outcome: str) -> None:
+        """Show how the re-run ended (done, cancelled, failed: …), each inspector in its own way. Esc
+        calls it with "cancelled" at once and the worker's end again: it must bear being called twice."""
+        raise NotImplementedError
 
     def action_back(self) -> None:
         if self.model_box().has_class("shown"):  # Esc first closes the model box: nothing is run or written
@@ -83,5 +98,6 @@ class RerunScreen(ReplayScreen):
             return
         if self.rerun_running():
             self.workers.cancel_group(self, self.RERUN_GROUP)  # then cancels a running re-run
+            self.rerun_ended("cancelled")
             return
         super().action_back()

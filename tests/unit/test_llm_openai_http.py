@@ -27,6 +27,7 @@ from memprobe_engine.events.recorder import NULL_RECORDER, Recorder
 from memprobe_engine.llm.backends import make_backend
 from memprobe_engine.llm.backends.openai_compat import OpenAICompatBackend
 from memprobe_engine.llm.backends.vllm_server import VLLMBackend
+from memprobe_engine.llm.call_progress import reporting_to
 from memprobe_engine.llm.client import ChatClient
 from memprobe_engine.llm.config import LLMConfig, load_llm_config
 from memprobe_engine.llm.spec import parse_spec
@@ -215,6 +216,33 @@ async def test_schema_is_sent_strict_and_stream_reads_sse(serve: Any) -> None:
     stream = client.stream("agent", ask("stream please"))
     assert [piece async for piece in stream] == ["Hel", "lo", "!"]
     assert server.requests[1]["body"]["stream"] is True and stream.outcome is not None
+    await client.aclose()
+
+
+async def test_a_stream_tells_its_progress_before_its_first_piece(serve: Any) -> None:
+    """What a live view shows while a slow server evaluates the prompt (issue 36): the client says it
+    asks the model, then llama.cpp's ``prompt_progress`` events are passed on, never as text."""
+    def progress(processed: int, cache: int = 0) -> dict[str, Any]:
+        return {"choices": [{"index": 0, "delta": {"content": None}, "finish_reason": None}],
+                "prompt_progress": {"total": 1710, "cache": cache, "processed": processed, "time_ms": 0}}
+
+    events = [progress(0), progress(512), progress(1710, cache=256)]
+    body = b"".join(b"data: " + json.dumps(event).encode() + b"\n\n" for event in events)
+    status, headers, rest = sse(["Hel", "lo"])
+    server = serve([(status, headers, body + rest)])
+    client = client_for(server.url)
+    told: list[str] = []
+    with reporting_to(lambda p: told.append(p.describe())):
+        pieces = [piece async for piece in client.stream("agent", ask())]
+    assert pieces == ["Hel", "lo"]
+    assert told == [f"agent: asking openai:test-model@{server.url}",
+                    "agent: evaluating the prompt: 0/1,710 tokens (0 %)",
+                    "agent: evaluating the prompt: 512/1,710 tokens (29 %)",
+                    "agent: evaluating the prompt: 1,710/1,710 tokens (100 %), 256 from cache"]
+    assert "return_progress" not in server.requests[0]["body"]  # only llama.cpp's own backend asks for it
+    told.clear()
+    assert [piece async for piece in client.stream("agent", ask("nobody listens"))] == ["Hel", "lo"]
+    assert told == []
     await client.aclose()
 
 

@@ -122,7 +122,7 @@ def test_a_bad_draft_setting_stops_at_the_spec_before_any_run_starts(monkeypatch
 def test_the_server_never_moves_kv_states_between_slots(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """llama.cpp's host-memory prompt cache (on by default upstream) stays off, with or without the
     per-slot prompt cache: under concurrent load it handed the recovery judge another request's KV
-    state in a make demo run (local.py, HOST_PROMPT_CACHE_MIB). Per-slot reuse follows the spec."""
+    state in a make demo run (local_params.py, HOST_PROMPT_CACHE_MIB). Per-slot reuse follows the spec."""
     import sys
     import types
 

