@@ -181,7 +181,7 @@ def numbered(lines: Sequence[str]) -> str:
 def _system_prompt(kind: str | None) -> str:
     """The formation prompt (``kind`` None) or the update prompt for ``kind``, with its tool list.
     Built once: the tool lists are constants, and serializing them with the pure-Python indenting
-    encoder on every memt write call was a tenth of a protocol-B run's CPU."""
+    encoder on every memt write call cost about a twentieth of a protocol-B run's CPU."""
     if kind is None:
         return FORMATION_SYSTEM.format(tools=json.dumps(FORMATION_TOOLS, indent=2))
     return UPDATE_SYSTEM.format(kind=kind, tools=json.dumps(UPDATE_TOOLS, indent=2))
