@@ -23,7 +23,6 @@ scheduling. CPU is the ``memprobe run`` child's user + system time (``RUSAGE_CHI
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 import resource
 import shutil
