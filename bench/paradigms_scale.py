@@ -17,7 +17,11 @@ scripted oracle at the same latency and MiniLM embedding inline from the warm ca
 costs no virtual time): the longest chain of dependent calls × the latency, with the engine's
 scheduling. CPU is the ``memprobe run`` child's user + system time (``RUSAGE_CHILDREN``).
 
-    PYTHONPATH=. python bench/paradigms_scale.py [--tries 3] [--latency 0.05] [--systems a,b,…]
+``--compare DIR`` alternates each warm run with one of the checkout at DIR (``git worktree add DIR
+COMMIT``: the tree before a change), on the same cache and endpoint, so that both see the same load.
+
+    PYTHONPATH=. python bench/paradigms_scale.py [--tries 3] [--latency 0.05] [--systems a,b,…] [--no-cold]
+                                                 [--compare DIR]
 """
 
 from __future__ import annotations
@@ -60,16 +64,17 @@ def job(systems: str) -> list[str]:
             "--concurrency", str(CONCURRENCY), "--no-cache"]
 
 
-def one(url: str, systems: str, cache: Path, folder: Path) -> tuple[float, float, Counter[str]]:
-    """CPU seconds of one ``memprobe run`` child, its wall seconds and its recorded calls per system."""
+def one(url: str, systems: str, cache: Path, folder: Path, root: Path = ROOT) -> tuple[float, float, Counter[str]]:
+    """CPU seconds of one ``memprobe run`` child (of the checkout at ``root``), its wall seconds and
+    its recorded calls per system."""
     record = folder / f"rec-{time.monotonic_ns()}"
     config = folder / "models.toml"
     config.write_text(f'[models.default]\nspec = "openai:scripted@{url}"\nconcurrency = {CONCURRENCY}\n')
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "MEMPROBE_CACHE_DIR": str(cache), "NO_COLOR": "1"}
+    env = {**os.environ, "PYTHONPATH": str(root), "MEMPROBE_CACHE_DIR": str(cache), "NO_COLOR": "1"}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     done = subprocess.run([sys.executable, "-m", "memprobe_tui.main", "run", "--record", str(record), *job(systems),
-                           "--config", str(config)], env=env, capture_output=True, text=True)
+                           "--config", str(config)], env=env, capture_output=True, text=True, cwd=root)
     wall = time.perf_counter() - started
     if done.returncode != 0:
         raise SystemExit(f"the run failed ({done.returncode}): {done.stderr[-800:]}")
@@ -129,20 +134,24 @@ def main() -> None:
     parser.add_argument("--tries", type=int, default=3)
     parser.add_argument("--latency", type=float, default=0.05)
     parser.add_argument("--systems", default=SYSTEMS)
-    parser.add_argument("--no-cold", action="store_true", help="warm runs only (the cache filled once first)")
+    parser.add_argument("--no-cold", action="store_true", help="one cold run (it fills the cache), then warm ones")
+    parser.add_argument("--compare", type=Path, default=None,
+                        help="another checkout (the commit before a change): its warm runs alternate with this one's")
     args = parser.parse_args()
-    results: dict[str, list[tuple[float, float, Counter[str]]]] = {"cold": [], "warm": []}
+    trees = {"warm": ROOT, **({f"warm {args.compare}": args.compare.resolve()} if args.compare else {})}
+    results: dict[str, list[tuple[float, float, Counter[str]]]] = {"cold": [], **{name: [] for name in trees}}
     loads: list[float] = []
     with tempfile.TemporaryDirectory(prefix="memprobe-bscale-") as work, \
             running_endpoint(args.latency, "--oracle", "paradigms") as (url, _):
         folder = Path(work)
         for attempt in range(args.tries):
-            cache = folder / f"cache-{attempt}"
-            cache.mkdir()
-            cold = one(url, args.systems, cache, folder)
-            if not args.no_cold or attempt == 0:
-                results["cold"].append(cold)
-            results["warm"].append(one(url, args.systems, cache, folder))
+            if attempt == 0 or not args.no_cold:
+                cache = folder / f"cache-{attempt}"
+                cache.mkdir()
+                results["cold"].append(one(url, args.systems, cache, folder))
+            # Both trees' warm runs share the cache and alternate, so the machine's load falls on both.
+            for name, root in trees.items():
+                results[name].append(one(url, args.systems, cache, folder, root))
             loads.append(os.getloadavg()[0])
         path, path_calls = critical_path(args.systems, args.latency, folder / "cache-0", folder)
     print(f"load average {min(loads):.1f}–{max(loads):.1f} on {os.cpu_count()} CPUs; "
@@ -152,7 +161,7 @@ def main() -> None:
         per_call = [1000 * cpu / sum(calls.values()) for cpu, _, calls in runs]
         walls = [wall for _, wall, _ in runs]
         calls = runs[0][2]
-        print(f"{name:<5} embedding cache: CPU {statistics.median(per_call):.2f} ms/call median of {len(runs)} "
+        print(f"{name} embedding cache: CPU {statistics.median(per_call):.2f} ms/call median of {len(runs)} "
               f"({', '.join(f'{v:.2f}' for v in per_call)}); {sum(calls.values()):,} calls "
               f"({', '.join(f'{s} {n}' for s, n in sorted(calls.items()))}); wall {statistics.median(walls):.1f} s "
               f"({', '.join(f'{w:.1f}' for w in walls)}) = {statistics.median(walls) / path:.2f}× critical path")
