@@ -166,14 +166,13 @@ def run(
 
 def ray_options(executor: str, address: str | None, workers: int) -> RayOptions | None:
     """``--executor`` and its flags, checked before anything is written."""
-    from memprobe_engine.orchestration.ray_executor import RayOptions
-
     if executor not in ("local", "ray"):
         raise ConfigError(f"--executor {executor!r}: use local (this process) or ray (one Ray task per unit).")
     if executor == "local":
         if address is not None:
             raise ConfigError("--ray-address is read only with --executor ray; add --executor ray, or drop it.")
         return None
+    from memprobe_engine.orchestration.ray_executor import RayOptions  # a local run needs none of it
     if workers < 1:
         raise ConfigError(f"--ray-workers {workers}: give how many worker processes to start, 1 or more.")
     try:

@@ -23,6 +23,24 @@ def _unescape(token: str) -> str:
     return token.replace("~1", "/").replace("~0", "~")
 
 
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def json_copy(value: DocT) -> DocT:
+    """A deep copy of a JSON value (dicts, lists, scalars), as ``copy.deepcopy`` makes it but several
+    times faster: memory systems copy every item they hand out or change, and deepcopy's memo and
+    dispatch were most of that. Anything else inside (a tuple, an object) goes to deepcopy. Unlike
+    deepcopy it does not keep two references to one list or dict shared in the copy; JSON has none."""
+    kind = type(value)
+    if kind is dict:
+        return {key: json_copy(item) for key, item in value.items()}  # type: ignore[attr-defined,return-value]
+    if kind is list:
+        return [json_copy(item) for item in value]  # type: ignore[attr-defined,return-value]
+    if kind in _SCALARS:
+        return value
+    return copy.deepcopy(value)
+
+
 def make_patch(before: object, after: object, path: str = "") -> JsonPatch:
     """Ops that turn ``before`` into ``after`` (``add``/``remove``/``replace`` only)."""
     if isinstance(before, dict) and isinstance(after, dict):
@@ -33,13 +51,13 @@ def make_patch(before: object, after: object, path: str = "") -> JsonPatch:
         for key, value in after.items():
             child = f"{path}/{_escape(key)}"
             if key not in before:
-                ops.append({"op": "add", "path": child, "value": copy.deepcopy(value)})
+                ops.append({"op": "add", "path": child, "value": json_copy(value)})
             elif before[key] != value:
                 ops.extend(make_patch(before[key], value, child))
         return ops
     if before == after and type(before) is type(after):
         return []
-    return [{"op": "replace", "path": path, "value": copy.deepcopy(after)}]
+    return [{"op": "replace", "path": path, "value": json_copy(after)}]
 
 
 def unescape_token(token: str) -> str:

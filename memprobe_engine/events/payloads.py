@@ -146,22 +146,26 @@ class PayloadWriter:
         self._scrub = scrub
         #: Texts stored already → their reference: a run stores the same long prompt texts on every
         #: call of a conversation, and serializing and hashing them again cost more than the lookup.
-        self._texts: dict[str, str] = {}
+        self._texts: dict[str | tuple[str, ...], str] = {}
 
     def forget_texts(self) -> None:
         """Drop the text memo (the scrub changed: a text may now be stored differently)."""
         self._texts.clear()
 
     def put(self, data: JSONValue) -> str:
-        if isinstance(data, str):
-            known = self._texts.get(data)
-            if known is not None:
-                return known
-            if len(self._texts) >= TEXT_MEMO_SIZE:
-                self._texts.clear()
-            ref = self._texts[data] = self._put(data)
-            return ref
-        return self._put(data)
+        # A list of texts is remembered as a text is: each memory system of a protocol-B run embeds
+        # the same turns, and every embedding batch stores its texts.
+        key: str | tuple[str, ...] | None = data if isinstance(data, str) else (
+            tuple(data) if type(data) is list and all(type(item) is str for item in data) else None)
+        if key is None:
+            return self._put(data)
+        known = self._texts.get(key)
+        if known is not None:
+            return known
+        if len(self._texts) >= TEXT_MEMO_SIZE:
+            self._texts.clear()
+        ref = self._texts[key] = self._put(data)
+        return ref
 
     def _put(self, data: JSONValue) -> str:
         if self._scrub is not None:

@@ -323,7 +323,8 @@ class ChatClient:
     async def _round(self, call: _Call) -> str:
         """Send the current conversation once (cache, then backend with retries); return the text."""
         request = call.request()
-        key = request_hash(request, backend=call.spec.backend)
+        # The first round sends the conversation _start hashed; only a repair round changed it.
+        key = call.request_hash if call.repairs == 0 else request_hash(request, backend=call.spec.backend)
         result = self._cached(call, key)
         sending = f"{key}@{self._endpoint(call.spec)}"  # the same request to the same server
         if result is None and self.cache is not None and call.spec.backend != "replay" and sending in self._in_flight:

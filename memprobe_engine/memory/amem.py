@@ -30,12 +30,12 @@ library's ``search``, never the linked-neighbour search. Links are still built a
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Sequence
 from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, Field, StringConstraints
 
+from memprobe_engine.events.jsonpatch import json_copy
 from memprobe_engine.events.run import ErrorEvent
 from memprobe_engine.llm.types import ChatMessage, SamplingParams
 from memprobe_engine.memory.base import Footprint, MemoryServices, Observation, RecordedStore, ScoredItem
@@ -189,11 +189,11 @@ class AMem:
         if k <= 0 or not len(self.index):
             return []
         query_row = (await self.index.embed([query]))[0]
-        return [ScoredItem(id=item_id, item=copy.deepcopy(self.store.get(item_id)), score=score)
+        return [ScoredItem(id=item_id, item=json_copy(self.store.get(item_id)), score=score)
                 for item_id, score in self.index.top_k(query_row, k)]
 
     def dump(self) -> list[dict[str, Any]]:
-        return [copy.deepcopy(item) for item in self.store.items()]
+        return [json_copy(item) for item in self.store.items()]
 
     def footprint(self) -> Footprint:
         return self.store.footprint()
@@ -264,13 +264,13 @@ class AMem:
         if "strengthen" in decision.actions:
             links = [neighbours[index] for index in dict.fromkeys(decision.link_to) if 0 <= index < len(neighbours)]
             if links:
-                note = copy.deepcopy(self.store.get(note_id))
+                note = json_copy(self.store.get(note_id))
                 note["links"] = list(dict.fromkeys([*note["links"], *links]))
                 note["evolution_history"].append({"timestamp": now, "change": "strengthen: linked to "
                                                   + ", ".join(links)})
                 self.store.update(note_id, note, op="link", note=f"strengthen: {len(links)} link(s)")
             tags = list(dict.fromkeys(decision.tags))
-            note = copy.deepcopy(self.store.get(note_id))
+            note = json_copy(self.store.get(note_id))
             if tags and tags != note["tags"]:
                 note["evolution_history"].append({"timestamp": now, "change": "strengthen: tags replaced; were "
                                                   + ", ".join(note["tags"])})
@@ -289,7 +289,7 @@ class AMem:
 
     def _revise(self, item_id: str, revision: NeighbourRevision, note_id: str, now: str) -> bool:
         """Give one neighbour its new context and tags (blank values keep the old ones)."""
-        item = copy.deepcopy(self.store.get(item_id))
+        item = json_copy(self.store.get(item_id))
         context = revision.context or item["context"]
         tags = list(dict.fromkeys(revision.tags)) or item["tags"]
         if context == item["context"] and tags == item["tags"]:

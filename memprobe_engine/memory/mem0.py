@@ -25,11 +25,11 @@ write. Ops: ``add``, ``update``, ``delete`` (and ``reset``). Retrieval is cosine
 
 from __future__ import annotations
 
-import copy
 from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, Field, StringConstraints
 
+from memprobe_engine.events.jsonpatch import json_copy
 from memprobe_engine.events.run import ErrorEvent
 from memprobe_engine.llm.types import ChatMessage, SamplingParams
 from memprobe_engine.memory.base import Footprint, MemoryServices, Observation, RecordedStore, ScoredItem
@@ -133,11 +133,11 @@ class Mem0:
         if k <= 0 or not len(self.index):
             return []
         query_row = (await self.index.embed([query]))[0]
-        return [ScoredItem(id=item_id, item=copy.deepcopy(self.store.get(item_id)), score=score)
+        return [ScoredItem(id=item_id, item=json_copy(self.store.get(item_id)), score=score)
                 for item_id, score in self.index.top_k(query_row, k)]
 
     def dump(self) -> list[dict[str, Any]]:
-        return [copy.deepcopy(item) for item in self.store.items()]
+        return [json_copy(item) for item in self.store.items()]
 
     def footprint(self) -> Footprint:
         return self.store.footprint()
@@ -236,7 +236,7 @@ class Mem0:
                 self.index.remove(target)
                 changed = [item_id for item_id in changed if item_id != target]
                 continue
-            item = copy.deepcopy(self.store.get(target))
+            item = json_copy(self.store.get(target))
             entry = {"timestamp": now, "event": "UPDATE", "old": item["content"], "new": text}
             item.update(content=text, timestamp=now, history=[*item["history"], entry])
             self.store.update(target, item, note=f"UPDATE (id {event.target}) from fact {event.fact}")

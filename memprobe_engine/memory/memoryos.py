@@ -33,13 +33,13 @@ each segment (the released code copies it).
 
 from __future__ import annotations
 
-import copy
 import datetime as dt
 import math
 from typing import Any, ClassVar, TypeVar
 
 from pydantic import BaseModel
 
+from memprobe_engine.events.jsonpatch import json_copy
 from memprobe_engine.events.run import ErrorEvent
 from memprobe_engine.llm.types import ChatMessage, SamplingParams
 from memprobe_engine.memory import memoryos_prompts as prompts
@@ -146,14 +146,14 @@ class MemoryOS:
                 scored[page_id] = page_scores[page_id]
         for item_id, score in self.knowledge_index.top_k(query_row, KNOWLEDGE_K):
             scored[item_id] = score
-        hits = [ScoredItem(id=i, item=copy.deepcopy(self.store.get(i)), score=s)
+        hits = [ScoredItem(id=i, item=json_copy(self.store.get(i)), score=s)
                 for i, s in sorted(scored.items(), key=lambda kv: -kv[1])]
         if "profile" in self.store:
-            hits.insert(0, ScoredItem(id="profile", item=copy.deepcopy(self.store.get("profile")), score=None))
+            hits.insert(0, ScoredItem(id="profile", item=json_copy(self.store.get("profile")), score=None))
         return hits[:k]
 
     def dump(self) -> list[dict[str, Any]]:
-        return [copy.deepcopy(item) for item in self.store.items()]
+        return [json_copy(item) for item in self.store.items()]
 
     def footprint(self) -> Footprint:
         return self.store.footprint()
@@ -179,7 +179,7 @@ class MemoryOS:
         while len(self._short) >= SHORT_TERM_CAPACITY:
             leaving.append(self._short.pop(0))
         for page_id in leaving:
-            page = copy.deepcopy(self.store.get(page_id))
+            page = json_copy(self.store.get(page_id))
             previous = self._last_evicted if self._last_evicted in self.store else None
             if previous is not None and await self._continuous(self.store.get(previous), page):
                 page["pre_page"] = previous
@@ -219,7 +219,7 @@ class MemoryOS:
                 best, best_score = segment_id, similarity + KEYWORD_WEIGHT * jaccard
         now = self.services.clock.iso()
         if best is not None and best_score >= MERGE_THRESHOLD:
-            segment = copy.deepcopy(self.store.get(best))
+            segment = json_copy(self.store.get(best))
             new = [p for p in page_ids if p not in segment["pages"]]
             segment.update(pages=segment["pages"] + new, L_interaction=segment["L_interaction"] + len(new),
                            last_visit=now)
@@ -266,7 +266,7 @@ class MemoryOS:
         return round(HEAT_ALPHA * visits + HEAT_BETA * length + HEAT_GAMMA * recency, 6)
 
     def _visit(self, segment_id: str) -> None:
-        segment = copy.deepcopy(self.store.get(segment_id))
+        segment = json_copy(self.store.get(segment_id))
         segment.update(N_visit=segment["N_visit"] + 1, last_visit=self.services.clock.iso())
         segment["heat"] = self._heat(segment)
         self.store.update(segment_id, segment, op="visit_segment", note="reached by a retrieval")
@@ -305,7 +305,7 @@ class MemoryOS:
         for page_id in segment["pages"]:
             if page_id in self.store:
                 self._set(page_id, analyzed=True)
-        updated = copy.deepcopy(self.store.get(hottest))
+        updated = json_copy(self.store.get(hottest))
         updated.update(N_visit=0, L_interaction=0, last_visit=now)
         updated["heat"] = self._heat(updated)
         self.store.update(hottest, updated, op="cool_segment", note="analysed into long-term memory")
@@ -355,7 +355,7 @@ class MemoryOS:
         return parsed
 
     def _set(self, item_id: str, **fields: object) -> None:
-        item = copy.deepcopy(self.store.get(item_id))
+        item = json_copy(self.store.get(item_id))
         item.update(fields)
         self.store.update(item_id, item, op="link" if {"pre_page", "next_page", "segments"} & fields.keys()
                           else "update", note=", ".join(sorted(fields)))

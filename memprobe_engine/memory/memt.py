@@ -48,13 +48,13 @@ Any other spec runs the same protocol; every ``llm_call`` event records which mo
 from __future__ import annotations
 
 import asyncio
-import copy
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
 
+from memprobe_engine.events.jsonpatch import json_copy
 from memprobe_engine.events.memory import MemoryOp
 from memprobe_engine.events.run import ErrorEvent
 from memprobe_engine.llm.embeddings import cosine_top_k
@@ -168,7 +168,7 @@ class MemT:
         return AgentContext(hits=hits)
 
     def dump(self) -> list[dict[str, Any]]:
-        return [copy.deepcopy(item) for item in self.store.items()]
+        return [json_copy(item) for item in self.store.items()]
 
     def footprint(self) -> Footprint:
         return self.store.footprint()
@@ -358,7 +358,7 @@ class MemT:
         if matrix is None:
             return []
         hits = cosine_top_k((await self._embed([query]))[0], matrix, k)
-        return [ScoredItem(id=ids[row], item=copy.deepcopy(self.store.get(ids[row])), score=score)
+        return [ScoredItem(id=ids[row], item=json_copy(self.store.get(ids[row])), score=score)
                 for row, score in hits]
 
     async def _summary_hit(self, query_vector: Vector) -> list[ScoredItem]:
@@ -367,7 +367,7 @@ class MemT:
         if matrix is None:
             return []
         row, score = cosine_top_k(query_vector, matrix, 1)[0]
-        return [ScoredItem(id=ids[row], item=copy.deepcopy(self.store.get(ids[row])), score=score)]
+        return [ScoredItem(id=ids[row], item=json_copy(self.store.get(ids[row])), score=score)]
 
     def _error(self, error_type: str, message: str) -> None:
         """Record a recoverable problem with the policy's output; the run goes on."""

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import sys
 import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -179,9 +180,11 @@ async def _cancel_strays(before: set[asyncio.Task[object]], current: asyncio.Tas
 async def close_run_clients(chat: ChatClient, embedder: TextEmbedder | None) -> None:
     """Close what a run opened: the library adapters' recording proxy (if any ran), the chat client, the
     embedder."""
-    from memprobe_engine.llm.proxy import close_shared_proxies
-
-    await close_shared_proxies()
+    # A shared proxy exists only where something (a library adapter) imported the proxy module; importing
+    # it here for nothing (its HTTP server, h11) cost every run tens of milliseconds at its end.
+    proxy = sys.modules.get("memprobe_engine.llm.proxy")
+    if proxy is not None:
+        await proxy.close_shared_proxies()
     await chat.aclose()
     close = getattr(embedder, "aclose", None)
     if close is not None:

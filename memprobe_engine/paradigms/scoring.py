@@ -423,8 +423,10 @@ def score_probe(probe: Probe, answer: dict[str, Any] | str | None, *, error: str
         if answer is None and text is None:
             return result(None, "no answer recorded")
         said = text if text is not None else (answer if isinstance(answer, str) else _flatten(answer or {}))
+        # Only these probe types read the spec; dumping it for every answer was a third of this scoring's time.
+        reads_spec = probe.probe_type in ("temporal", "source", "conflict_value")
         found = score_upstream(said, probe.gold_answer, probe.probe_type,
-                               spec.model_dump(mode="json") if spec is not None else None)
+                               spec.model_dump(mode="json") if spec is not None and reads_spec else None)
         if found.label in ("skip", "execution_error"):
             return result(None, found.reason)
         return result(_Verdict(_UPSTREAM_SCORE[found.label], found.reason,

@@ -89,6 +89,30 @@ async def test_cache_round_trip_embeds_each_text_once(tmp_path: Path) -> None:
     await again.aclose()
 
 
+async def test_vectors_already_seen_skip_the_cache_query_and_count_as_hits(tmp_path: Path) -> None:
+    backend = CountingBackend()
+    writer = open_writer(tmp_path / "rec", new_header("r", "test", {}))
+    embedder = Embedder(backend, recorder=Recorder(writer), cache_path=tmp_path / "cache.sqlite")
+    assert embedder.cache is not None
+    queried: list[list[str]] = []
+    lookup = embedder.cache.get_many
+    embedder.cache.get_many = lambda keys: queried.append(list(keys)) or lookup(keys)  # type: ignore[method-assign]
+    first = await embedder.embed(["a", "bb"])
+    second = await embedder.embed(["bb", "a", "ccc"])
+    assert len(queried) == 2 and len(queried[1]) == 1  # only "ccc" was looked up in SQLite
+    assert np.array_equal(second[0], first[1]) and np.array_equal(second[1], first[0])
+    assert backend.batches == [["a", "bb"], ["ccc"]]
+    await embedder.aclose()
+    writer.close()
+    with open_recording(tmp_path / "rec") as reader:
+        assert [e.cache_hits for e in reader.iter_events(kinds=["embedding"])] == [0, 2]  # as the cache alone gave
+
+    uncached = Embedder(backend, use_cache=False)
+    await uncached.embed(["a"])
+    await uncached.embed(["a"])
+    assert backend.batches[-2:] == [["a"], ["a"]]  # without a cache nothing is remembered either
+
+
 async def test_minilm_embeddings_are_recorded_once_per_call(tmp_path: Path) -> None:
     writer = open_writer(tmp_path / "rec", new_header("r", "test", {}))
     embedder = Embedder(SentenceTransformerBackend(), recorder=Recorder(writer),

@@ -12,7 +12,7 @@ from memprobe_engine.events import EVENT_KINDS
 from memprobe_engine.events.dialogue import Message
 from memprobe_engine.events.header import new_header
 from memprobe_engine.events.integrity import check_recording
-from memprobe_engine.events.jsonpatch import apply_patch, make_patch
+from memprobe_engine.events.jsonpatch import apply_patch, json_copy, make_patch
 from memprobe_engine.events.llm import EmbeddingBatch, LLMCall, RecordedMessage, RetryNote, TokenUsage
 from memprobe_engine.events.memory import MemoryFootprint, MemoryOp, MemorySnapshot, Retrieval
 from memprobe_engine.events.paradigms import IngestedTurn, ProbeAnswer, ProbeScore, RetrievedItem, SessionIngest
@@ -182,6 +182,16 @@ def test_json_patch_round_trip() -> None:
     assert {op["op"] for op in patch} == {"remove", "replace", "add"}
     assert any(op["path"] == "/items/b~1c" for op in patch)
     assert make_patch(after, after) == []
+
+
+def test_json_copy_is_a_deep_copy() -> None:
+    item = {"id": "m1", "tags": ["a", {"b": [1, 2.5, None, True]}], "meta": {"when": (1, 2)}}
+    copied = json_copy(item)
+    assert copied == item and copied is not item
+    assert copied["tags"] is not item["tags"] and copied["tags"][1]["b"] is not item["tags"][1]["b"]
+    copied["tags"][1]["b"].append(3)
+    assert item["tags"][1]["b"] == [1, 2.5, None, True]  # the original is untouched
+    assert copied["meta"]["when"] == (1, 2)  # anything else is deepcopy's
 
 
 def test_event_lines_are_orjson_with_kind(tmp_path: Path) -> None:
