@@ -120,5 +120,7 @@ async def test_a_ui_process_keeps_running_while_the_model_starts_evaluates_and_s
         stopped = time.monotonic() - started
         stop.set()
         thread.join()
-    assert stopped < 1.5, f"the stop took {stopped:.1f} s"
-    assert max(gaps) < 0.5, f"this process's threads waited {max(gaps):.2f} s at once"
+    # Bounds well above a loaded machine's scheduling noise and well below what the in-process model
+    # cost (a stop mid-prompt held the GIL 18.9 s, the load 4.7 s): they tell the two apart, not speed.
+    assert stopped < 10, f"the stop took {stopped:.1f} s"
+    assert max(gaps) < 1.5, f"this process's threads waited {max(gaps):.2f} s at once"

@@ -46,7 +46,7 @@ def test_a_child_server_serves_and_stops_at_once() -> None:
         server.stop()
         stopped = time.monotonic() - started
     assert server.process.returncode == 0  # it ended by itself when its stdin closed, not killed
-    assert stopped < 1.5, f"the stop took {stopped:.1f} s: the child ran the runtime's destructor"
+    assert stopped < 15, f"the stop took {stopped:.1f} s: the child ran the runtime's destructor (it sleeps 30 s)"
 
 
 def test_a_child_that_fails_to_start_is_one_message_quoting_its_error() -> None:
@@ -79,6 +79,6 @@ def test_a_ui_keeps_its_server_in_a_child_until_exit(monkeypatch: pytest.MonkeyP
         child = next((s.handle for s in local.running_servers() if isinstance(s.handle, ChildServer)), None)
         started = time.monotonic()
         local.shutdown_all()
-        assert time.monotonic() - started < 1.5
+        assert time.monotonic() - started < 15  # a hang check: the stand-in's destructor sleeps 30 s
     assert local.running_servers() == []
     assert child is not None and child.process.poll() is not None
