@@ -180,3 +180,13 @@ def test_every_reader_of_a_damaged_recording_warns_of_it(tmp_path: Path, memprob
     rescored = memprobe("rescore", str(torn), "--judge-only", "--recovery-judge", "calibrated", "--as", "again")
     assert rescored.returncode == 0, rescored.stderr
     assert f"warning: {torn}: {DAMAGE}" in rescored.stderr and "appended" in rescored.stdout
+
+
+@pytest.mark.parametrize("recording,needles", [
+    (SAMPLE_RECORDING, ("--scoring", "protocol B's scoring mode", "--layer NAME")),
+    (SAMPLE_RECORDING.parent / "sample-paradigms-quick", ("--scoring weird", "upstream, corrected or both")),
+])
+def test_a_scoring_mode_a_recording_cannot_take_is_refused(memprobe: Callable[..., Result], recording: Path,
+                                                          needles: tuple[str, ...]) -> None:
+    """Protocol A printed its tables with exit 0 and no note for ``--scoring weird``."""
+    one_line_error(memprobe("report", str(recording), "--scoring", "weird"), *needles)
