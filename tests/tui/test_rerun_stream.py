@@ -82,6 +82,15 @@ def streamed(screen: RerunScreen) -> int:
     return int(found.group(1)) if found else 0
 
 
+async def open_inspector(pilot: Pilot[None]) -> object:
+    """The screen ``d`` opens from the settled overview: the dimension inspector (protocol A) or the probe
+    inspector (protocol B), whose re-run each test starts with ``r``."""
+    await settle(pilot)
+    await pilot.press("d")
+    await settle(pilot)
+    return pilot.app.screen
+
+
 async def until(pilot: Pilot[None], condition: Callable[[], bool], within: float, what: str) -> float:
     """Seconds until ``condition`` held (the app runs meanwhile); fails after ``within`` seconds."""
     started = time.monotonic()
@@ -124,10 +133,7 @@ async def test_a_dimension_rerun_shows_its_progress_then_its_tokens_and_esc_canc
     config = load_llm_config(None, {}, [f"openai:fake@{llama.url}"])
     app = dimension_app(recording, functools.partial(rescore_dimension, llm_config=config))
     async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot)
-        await pilot.press("d")
-        await settle(pilot)
-        screen = app.screen
+        screen = await open_inspector(pilot)
         assert isinstance(screen, DimensionScreen)
         await pilot.press("r", "enter")
         await until(pilot, lambda: "slot_filler: evaluating the prompt: 0/1,710 tokens" in progress(screen),
@@ -160,10 +166,7 @@ async def test_the_outcome_stays_on_screen_when_the_recording_grows_by_the_rerun
     config = load_llm_config(None, {}, [f"openai:fake@{llama.url}"])
     app = dimension_app(recording, functools.partial(rescore_dimension, llm_config=config))
     async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot)
-        await pilot.press("d")
-        await settle(pilot)
-        screen = app.screen
+        screen = await open_inspector(pilot)
         assert isinstance(screen, DimensionScreen)
         await pilot.press("r", "enter")
         await until(pilot, lambda: bool(llama.requests), HANG_S, "the model is asked")
@@ -183,10 +186,7 @@ async def test_a_probe_rerun_shows_its_progress_and_esc_cancels_at_once(
     app = probe_app(recording, ProbeRerunHook(
         functools.partial(rerun_probe, llm_config=load_llm_config(None, {}, [spec])), spec))
     async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot)
-        await pilot.press("d")
-        await settle(pilot)
-        screen = app.screen
+        screen = await open_inspector(pilot)
         assert isinstance(screen, ProbeScreen)
         await pilot.press("r", "enter")
         await until(pilot, lambda: "reader: evaluating the prompt: 0/1,710 tokens" in progress(screen),
@@ -213,10 +213,7 @@ async def slow_to_stop(*_: object) -> None:
 async def test_esc_says_cancelled_at_once_while_the_dimension_rerun_stops() -> None:
     app = dimension_app(SAMPLE_A, slow_to_stop)
     async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot)
-        await pilot.press("d")
-        await settle(pilot)
-        screen = app.screen
+        screen = await open_inspector(pilot)
         assert isinstance(screen, DimensionScreen)
         await pilot.press("r", "enter")
         await pilot.pause(0.2)
@@ -233,10 +230,7 @@ async def test_esc_says_cancelled_at_once_while_the_dimension_rerun_stops() -> N
 async def test_esc_says_cancelled_at_once_while_the_probe_rerun_stops() -> None:
     app = probe_app(SAMPLE_B, ProbeRerunHook(slow_to_stop, "local:fast"))
     async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot)
-        await pilot.press("d")
-        await settle(pilot)
-        screen = app.screen
+        screen = await open_inspector(pilot)
         assert isinstance(screen, ProbeScreen)
         await pilot.press("r", "enter")
         await pilot.pause(0.2)
@@ -263,10 +257,7 @@ async def test_the_progress_a_sink_is_told_reaches_both_panels() -> None:
 
     for app in (dimension_app(SAMPLE_A, dimension_run), probe_app(SAMPLE_B, ProbeRerunHook(probe_run, "local:fast"))):
         async with app.run_test(size=(80, 24)) as pilot:
-            await settle(pilot)
-            await pilot.press("d")
-            await settle(pilot)
-            screen = app.screen
+            screen = await open_inspector(pilot)
             assert isinstance(screen, RerunScreen)
             await pilot.press("r", "enter")
             await until(pilot, lambda: "starting the embedded model local:1.5b" in progress(screen), FIRST_PROGRESS_S,
@@ -285,10 +276,7 @@ async def test_each_access_mode_s_slot_fill_is_a_step_of_its_own() -> None:
 
     app = dimension_app(SAMPLE_A, two_modes)
     async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot)
-        await pilot.press("d")
-        await settle(pilot)
-        screen = app.screen
+        screen = await open_inspector(pilot)
         assert isinstance(screen, DimensionScreen)
         await pilot.press("r", "enter")
         await until(pilot, lambda: "step 2/≤10 (slot_fill)" in status(screen), HANG_S, "the second mode's step")
