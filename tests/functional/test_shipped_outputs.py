@@ -19,7 +19,7 @@ EXPECTED = REPO / "tests" / "fixtures" / "shipped-outputs"
 
 COMMANDS = {
     **{f"{name}.txt": ["report", f"recordings/{name}"] for name in (
-        "release-a-user_001-amem", "release-a-user_001-mem0", "sample-paradigms-quick",
+        "release-a-user_001-amem", "release-a-user_001-mem0", "sample-paradigms-mem0", "sample-paradigms-quick",
         "sample-quick-fixed-user_001", "sample-quick-live-sim_01", "sample-quick-sim_01")},
     "compare-release-a.txt": ["compare", "recordings/release-a-user_001-amem", "recordings/release-a-user_001-mem0"],
     "compare-sim.txt": ["compare", "recordings/sample-quick-sim_01", "recordings/sample-quick-live-sim_01"],
