@@ -78,3 +78,24 @@ def test_judge_check_on_a_shipped_recording(tmp_path: Path) -> None:
     figures = json.loads(out.read_text())
     assert figures["cases"] == 15 and figures["self_consistency"] == 1.0
     assert sum(map(sum, figures["confusion"])) == 15
+
+
+def test_judge_check_fill_stage_fills_from_the_release_and_writes_its_json(tmp_path: Path) -> None:
+    """``--stage fill`` on the shipped release sample with a scripted slot-filler on a loopback endpoint:
+    it fills from what the release's slot-filler read, judges both fills, and ``--json`` writes every case
+    (it was silently ignored under ``--stage fill``)."""
+    from tests.loopback_endpoint import running_endpoint
+
+    out = tmp_path / "fills.json"
+    with running_endpoint(0.0) as (url, _):
+        result = CliRunner().invoke(app, [
+            "judge", "check", str(RELEASE), "--stage", "fill", "--recovered-only", "--limit", "6", "--seed", "1",
+            "--model", f"slot_filler=openai:scripted@{url}", "--json", str(out)],
+            env={"MEMPROBE_CACHE_DIR": str(tmp_path / "cache")})
+    assert result.exit_code == 0, result.output
+    assert "candidate fill scored >= 0.75 in" in " ".join(result.output.split())
+    figures = json.loads(out.read_text())
+    assert figures["judge"] == "calibrated:minilm-judge-v1" and len(figures["cases"]) == 6
+    filled = [case for case in figures["cases"] if case["excluded"] is None]
+    assert filled and all(case["fill"] and case["fill_score"] in (0, 0.25, 0.5, 0.75, 1) for case in filled)
+    assert all(case["release_reference_score"] >= 0.75 for case in figures["cases"])

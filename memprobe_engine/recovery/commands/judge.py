@@ -122,7 +122,7 @@ def check(
                           f"{' scored 0.75 or more' if recovered_only else ''}.")
     cases = stratified(everything, limit, seed)
     if stage == "fill":
-        _fill_stage(source, cases, kind, overrides, config, chosen_framing, judge_max_tokens)
+        _fill_stage(source, cases, kind, overrides, config, chosen_framing, judge_max_tokens, json_out)
         return
     llm_config = load_llm_config(config, os.environ, overrides) if kind == MODEL_JUDGE else None
 
@@ -156,7 +156,7 @@ def check(
 
 
 def _fill_stage(source: Path, cases: list[JudgedCase], kind: str, overrides: list[str], config: Optional[Path],
-                framing: str, max_tokens: int) -> None:
+                framing: str, max_tokens: int, json_out: Optional[Path]) -> None:
     """``--stage fill``: the slot-filler on the release's reading material, judged beside the release."""
     import asyncio
 
@@ -186,7 +186,16 @@ def _fill_stage(source: Path, cases: list[JudgedCase], kind: str, overrides: lis
         outcomes = asyncio.run(go())
     console.print(f"slot-filler {llm_config.spec_for('slot_filler').spec_string()} on {source}, judged by {kind}")
     console.print(render_fills(outcomes))
-    console.print(f"  {(time.monotonic() - started) / max(1, len(cases)):.1f} s per case")
+    took = time.monotonic() - started
+    console.print(f"  {took / max(1, len(cases)):.1f} s per case")
+    if json_out is not None:
+        json_out.write_text(json.dumps({
+            "slot_filler": llm_config.spec_for("slot_filler").spec_string(), "judge": kind, "source": str(source),
+            "cases": [{"user_id": o.case.user_id, "system": o.case.system, "mode": o.case.mode,
+                       "dimension": o.case.dimension, "truth": o.case.truth, "release_fill": o.case.predicted,
+                       "release_reference_score": o.case.reference, "release_fill_score": o.release_fill_score,
+                       "fill": o.fill, "fill_score": o.fill_score, "excluded": o.excluded} for o in outcomes],
+            "seconds": round(took, 1)}, indent=1) + "\n")
 
 
 @judge_app.command("train")
