@@ -3,12 +3,13 @@ text whatever else the server computes or computed before it.
 
 llama.cpp on the CPU does not give a prompt the same logits when part of it comes from another
 request's prompt cache, or when it is decoded in one batch with other slots
-(``backends/local.DETERMINISM``), so the embedded backend serves a temperature-0 request alone on its
-whole prompt. This test asks one question about a block of notes — the shape of the quick run's
-slot-fills, which share a store — on the quick run's tier (1.5B) four ways: first on a fresh server;
-after another question about the same notes (the prompt cache would serve the notes from that
-request); once more (the cache would serve all of it); and together with the other question (batched
-decoding would mix them). It requires the same text every time. With ``deterministic`` off
+(``backends/local.DETERMINISM``), so the embedded backend serves a temperature-0 request alone, and
+reuses only whole evaluation steps an earlier exact request shares with it (``aligned_reuse``). This
+test asks one question about a block of notes — the shape of the quick run's slot-fills, which share a
+store — on the quick run's tier (1.5B) four ways: first on a fresh server (a whole-prompt
+evaluation); after another question about the same notes (the notes' first 512-token step is
+reused); once more (all whole steps of the same prompt are reused); and together with the other
+question (batched decoding would mix them). It requires the same text every time. With ``deterministic`` off
 (``MEMPROBE_TEST_DETERMINISTIC=0``) it fails: asked after the other question, whose notes the prompt
 cache then served, the model answered "Refuse copying homework, struggle with word problems." against
 "The user finds word problems hard, and refuses to copy homework." on a fresh server.

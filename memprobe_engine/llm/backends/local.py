@@ -54,7 +54,8 @@ from memprobe_engine.errors import ConfigError, LLMError
 from memprobe_engine.llm.backends.local_child import ChildServer, for_ui
 from memprobe_engine.llm.backends.local_params import ServerSettings, start_in_process
 from memprobe_engine.llm.backends.openai_compat import OpenAICompatBackend, ServerBackend
-from memprobe_engine.llm.backends.slots import RequestGate, SlotRouter, prompt_text
+from memprobe_engine.llm.backends.aligned_reuse import AlignedReuse
+from memprobe_engine.llm.backends.slots import RequestGate, Slot, SlotRouter, prompt_text
 from memprobe_engine.llm.call_progress import CallProgress, listening, report
 from memprobe_engine.llm.model_assets import INSTALL_HINT, ModelFile, ensure_model, resolve_tier
 from memprobe_engine.llm.spec import (
@@ -81,10 +82,13 @@ log = logging.getLogger(__name__)
 #: was evaluated with the request, and differently again when the three ran at once on separate slots
 #: (batched decoding); without the repacked weight layout the outputs changed but still differed.
 #: Alone and from an empty slot, a request is computed the same way every time, so identical runs give
-#: identical fills and attribution verdicts, whatever ``--concurrency`` is. The price is the prefix
-#: reuse of those requests (their prompts are evaluated in full) and their parallelism; sampled
-#: requests (the simulated user, the assistant) keep both.
-DETERMINISM = "temperature-0 requests alone, whole prompt"
+#: identical fills and attribution verdicts, whatever ``--concurrency`` is. Such a request may still
+#: reuse the whole evaluation steps an earlier exact request on its slot shares with it
+#: (:mod:`.aligned_reuse`): they hold exactly what evaluating the prompt in full computes, so the answer
+#: is the whole-prompt answer (five slot-fills over one 2,218-token store: the same text, the four
+#: after the first 4.5 s each against 40 s). The price is their parallelism; sampled requests (the
+#: simulated user, the assistant) keep it and any prefix reuse.
+DETERMINISM = "temperature-0 requests alone, whole prompt or whole reused steps"
 #: Tokens llama.cpp takes into one step of its loop (--batch-size; each step still computes in
 #: 512-token micro-batches). Its default, 2048, lets one long prompt hold the loop for about a minute
 #: on two cores: the other slots' replies stall for that long, and so does a stop (Ctrl-C, SIGTERM),
@@ -370,6 +374,7 @@ class LocalBackend(ServerBackend):
         self.serving = serving_for(spec, self.tier)
         self._server: EmbeddedServer | None = None
         self._inner: OpenAICompatBackend | None = None
+        self._reuse: AlignedReuse | None = None
         self._lock = asyncio.Lock()
 
     @property
@@ -400,7 +405,10 @@ class LocalBackend(ServerBackend):
         async with server.gate().hold(exclusive=exact):
             slot = server.router.acquire(prompt_text(request.messages))
             try:
-                return await inner.complete(request, extra_body=self._slot_body(slot.index, exact))
+                body, tokens = await self._slot_body(slot, request, exact)
+                result = await inner.complete(request, extra_body=body)
+                slot.exact_tokens = tokens
+                return result
             finally:
                 server.router.release(slot)
 
@@ -416,12 +424,13 @@ class LocalBackend(ServerBackend):
         exact = self._exact(request)
         async with server.gate().hold(exclusive=exact):
             slot = server.router.acquire(prompt_text(request.messages))
-            body = self._slot_body(slot.index, exact)
-            if progress:
-                body["return_progress"] = True  # llama.cpp streams prompt_progress while it evaluates
             try:
+                body, tokens = await self._slot_body(slot, request, exact)
+                if progress:
+                    body["return_progress"] = True  # llama.cpp streams prompt_progress while it evaluates
                 async for piece in inner.stream(request, extra_body=body):
                     yield piece
+                slot.exact_tokens = tokens
             finally:
                 server.router.release(slot)
 
@@ -429,10 +438,28 @@ class LocalBackend(ServerBackend):
         """Whether ``request`` is served alone on its whole prompt (see :data:`DETERMINISM`)."""
         return self.serving.deterministic and not request.params.temperature
 
-    def _slot_body(self, slot: int, exact: bool = False) -> dict[str, Any]:
-        # llama.cpp reads both from the request body; ``cache_prompt`` false makes the switched-off
-        # configuration, and an exact request, evaluate the prompt in full.
-        return {"id_slot": slot, "cache_prompt": self.serving.prompt_cache and not exact}
+    async def _slot_body(self, slot: Slot, request: ChatRequest,
+                         exact: bool) -> tuple[dict[str, Any], tuple[int, ...] | None]:
+        """What the request body adds (llama.cpp reads the slot and prompt reuse from it), and the
+        prompt tokens the slot will hold in whole exact steps afterwards (None: not known).
+
+        ``cache_prompt`` false makes the switched-off configuration evaluate every prompt in full. An
+        exact request reuses only whole steps of an exact predecessor (:mod:`.aligned_reuse`), and
+        is evaluated in full when there are none."""
+        slot.exact_tokens, known = None, slot.exact_tokens  # until this request has run to its end
+        if not exact or not self.serving.prompt_cache:
+            return {"id_slot": slot.index, "cache_prompt": self.serving.prompt_cache}, None
+        reuse = self._aligned_reuse()
+        tokens = await reuse.prompt_tokens(request.messages)
+        kept = await reuse.prepare(slot.index, known, tokens)
+        return {"id_slot": slot.index, "cache_prompt": kept > 0}, tuple(tokens)
+
+    def _aligned_reuse(self) -> AlignedReuse:
+        server = self._server
+        assert server is not None
+        if self._reuse is None:
+            self._reuse = AlignedReuse(server.base_url.removesuffix("/v1"), server.api_key, BATCH_TOKENS)
+        return self._reuse
 
     async def counters(self) -> ServerCounters:
         """llama.cpp's cumulative token and time counters (doctor measures throughput from two reads)."""
@@ -445,8 +472,10 @@ class LocalBackend(ServerBackend):
     async def aclose(self) -> None:
         """Close this backend's HTTP client; stop the server if no other backend uses it."""
         async with self._lock:
-            inner, server = self._inner, self._server
-            self._inner = self._server = None
+            inner, server, reuse = self._inner, self._server, self._reuse
+            self._inner = self._server = self._reuse = None
+        if reuse is not None:
+            await reuse.aclose()
         if inner is not None:
             await inner.aclose()
         if server is not None:

@@ -58,6 +58,9 @@ class Slot:
     prompt: str = ""       # the last prompt sent to this slot (its KV state starts with it)
     in_flight: int = 0     # requests sent to this slot and not yet answered
     last_used: int = 0     # router clock of the last assignment, for least-recently-used choice
+    #: The prompt tokens of the last request on this slot when it was served exactly (its whole steps
+    #: hold what a whole-prompt evaluation computes: :mod:`.aligned_reuse`); None when unknown.
+    exact_tokens: tuple[int, ...] | None = None
 
 
 class SlotRouter:
