@@ -423,6 +423,12 @@ class ChatClient:
                 break
             call.conversation.extend(repair_messages(text, reason))
             call.repairs += 1
+            # A repair round is not streamed: without this a viewer (the re-run panel) kept saying the
+            # first reply streams while the model was asked again, for as long as a prompt takes.
+            said = " ".join(reason.split())
+            said = said if len(said) <= 60 else said[:59] + "…"
+            report(CallProgress(f"repair round {call.repairs}/{MAX_REPAIRS}: the reply failed validation ({said}), "
+                                "asking again", role=call.role))
             text = await self._round(call)
         excluded = (f"{call.schema_name} output still invalid after {call.repairs} repair round(s): {reason}")
         return self._record(call, excluded=excluded)

@@ -17,19 +17,21 @@ from memprobe_engine.paradigms.read.queries import (
     EpisodeRow,
     episode_rows,
     paradigm_systems,
+    score_layers,
     system_accuracy,
 )
 from memprobe_engine.replay import ReplaySession
+from memprobe_tui.layers import layer_title, next_layer
 from memprobe_tui.messages import Loaded, ShowText
 from memprobe_tui.paradigms.episode_stepper import EpisodeScreen
 from memprobe_tui.paradigms.episode_table import EpisodeTable
-from memprobe_tui.paradigms.probe_inspector import ProbeScreen
+from memprobe_tui.paradigms.probe_inspector import NO_LAYERS, ProbeScreen
 from memprobe_tui.paradigms.render import fmt_score
 from memprobe_tui.screens.recording_overview import RecordingOverview
 from memprobe_tui.widgets.search_prompt import SearchPrompt
 
-#: The systems, the one shown, and its episodes.
-Numbers = tuple[list[str], str | None, list[EpisodeRow]]
+#: The systems, the one shown, its episodes, and the recording's named score layers.
+Numbers = tuple[list[str], str | None, list[EpisodeRow], list[str]]
 
 
 class ParadigmOverviewScreen(RecordingOverview[Numbers]):
@@ -53,7 +55,9 @@ Enter steps through the episode's sessions; `d` opens its first probe in the pro
 system's accuracy per paradigm, its plasticity and stability. `f` keeps only the episodes whose id,
 paradigm, condition, expected behaviour or status contains a text; `o` cycles the order (by
 accuracy, highest first; by paradigm, condition, expected behaviour; back to run order); `/`
-searches the rows.
+searches the rows. `L` shows another score layer: the run's own scores (`main`) first, then each
+named layer (`memprobe reader-ablation`'s `reader:SPEC`, a scoring mode's `scoring:corrected`): the
+scores, accuracy and `d`'s probe inspector from that layer (a probe it never scored shows `…`).
 """
 
     DEFAULT_CSS = """
@@ -70,6 +74,7 @@ searches the rows.
         Binding("P", "plots", "Plots", id="paradigm.plots"),
         Binding("f", "filter", "Filter", show=False, id="paradigm.filter"),
         Binding("o", "sort", "Sort", show=False, id="paradigm.sort"),
+        Binding("L", "layer", "Scores", show=False, id="paradigm.layer"),  # named layers: reader-ablation
     ]
     NUMBERS = "paradigm overview"
     RECOMPUTE = "episode list"
@@ -84,6 +89,9 @@ searches the rows.
         self.only = ""
         #: ``o``: the order of the list (None: run order).
         self.sort: str | None = None
+        #: The score layer shown (None: the run's own, ``main``; ``L`` cycles the named ones).
+        self.judgment_layer: str | None = None
+        self.named_layers: list[str] = []
 
     def numbers_table(self) -> EpisodeTable:
         return EpisodeTable(id="episodes")
@@ -97,11 +105,11 @@ searches the rows.
     def numbers(self) -> Numbers:
         systems = paradigm_systems(self.session)
         system = self.system if self.system in systems else (systems[0] if systems else None)
-        rows = episode_rows(self.session, system) if system is not None else []
-        return systems, system, rows
+        rows = episode_rows(self.session, system, self.judgment_layer) if system is not None else []
+        return systems, system, rows, score_layers(self.session)
 
     def show_numbers(self, data: Numbers) -> None:
-        self.systems, self.system, self.rows = data
+        self.systems, self.system, self.rows, self.named_layers = data
         shown = listed(self.rows, self.only, self.sort)
         self.query_one(EpisodeTable).show(shown)
         totals = system_accuracy(self.rows)
@@ -117,8 +125,10 @@ searches the rows.
         # The list's own state first: the title is cut at the terminal's width.
         narrowed = (f" · only “{self.only}”: {len(shown)} of {len(self.rows)}" if self.only else "") + \
             (f" · by {self.sort}" if self.sort else "")
-        self.set_title(f"{which}{narrowed} · acc {fmt_score(totals.accuracy)} (mean {fmt_score(totals.mean_score)}) "
-                       f"over {totals.scored} probes{excl} · {len(self.rows)} episodes · {state} · {header.run_id}")
+        self.set_title(layer_title(self.named_layers, self.judgment_layer,
+                                   f"{which}{narrowed} · acc {fmt_score(totals.accuracy)} (mean "
+                                   f"{fmt_score(totals.mean_score)}) over {totals.scored} probes{excl} · "
+                                   f"{len(self.rows)} episodes · {state} · {header.run_id}", "scores"))
 
     # -- actions -------------------------------------------------------------------------------
     def action_cursor(self, delta: int) -> None:
@@ -129,6 +139,15 @@ searches the rows.
         if len(self.systems) > 1 and self.system in self.systems:
             self.system = self.systems[(self.systems.index(self.system) + 1) % len(self.systems)]
             self.recompute()
+
+    def action_layer(self) -> None:
+        """The next score layer (main, then each named one): the rows' scores again from that layer."""
+        if not self.named_layers:
+            self.notify(NO_LAYERS, timeout=5)
+            return
+        self.judgment_layer = next_layer(self.named_layers, self.judgment_layer)
+        self.notify(f"scores {self.judgment_layer or 'main'}", timeout=3)
+        self.recompute()
 
     def _selected(self) -> EpisodeRow | None:
         episode_id = self.query_one(EpisodeTable).selected()
@@ -146,7 +165,8 @@ searches the rows.
         if not row.probes:
             self.notify(f"{row.episode_id} has no probe recorded under {row.system} yet.")
             return
-        self.app.push_screen(ProbeScreen(self.session, row.episode_id, row.system, row.probes[0].probe_index))
+        self.app.push_screen(ProbeScreen(self.session, row.episode_id, row.system, row.probes[0].probe_index,
+                                         judgment_layer=self.judgment_layer))
 
     def action_grid(self) -> None:
         """Every episode's accuracy under every system, side by side (the list shows one system)."""
@@ -176,12 +196,14 @@ searches the rows.
 
     def _redraw_list(self) -> None:
         if self.systems or self.rows:
-            self.post_message(Loaded(self.NUMBERS, (self.systems, self.system, self.rows)))
+            self.post_message(Loaded(self.NUMBERS, (self.systems, self.system, self.rows, self.named_layers)))
 
     @work(thread=True, exclusive=True, group="across", exit_on_error=False, name="systems side by side")
     def _across(self) -> None:
-        rows = episode_rows(self.session)
-        self.post_message(ShowText(f"accuracy per episode × system · {self.session.header.run_id}",
+        rows = episode_rows(self.session, layer=self.judgment_layer)
+        self.post_message(ShowText(layer_title(self.named_layers, self.judgment_layer,
+                                               f"accuracy per episode × system · {self.session.header.run_id}",
+                                               "scores"),
                                    across_lines(rows)))
 
 

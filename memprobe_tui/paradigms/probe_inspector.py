@@ -23,10 +23,11 @@ from textual.widgets import Input
 
 from memprobe_engine.paradigms.read.ingest import store_unit
 from memprobe_engine.paradigms.read.probe import ProbeDetail, probe_detail
-from memprobe_engine.paradigms.read.queries import episode_spans, episode_steps
+from memprobe_engine.paradigms.read.queries import episode_spans, episode_steps, score_layers
 from memprobe_engine.replay import ReplaySession
 from memprobe_engine.replay.queries import step_seq_range
 from memprobe_engine.llm.call_progress import CallProgress
+from memprobe_tui.layers import layer_title, next_layer
 from memprobe_tui.messages import Loaded, RescoreProgress, RescoreText
 from memprobe_tui.paradigms.render import (
     answer_lines,
@@ -46,6 +47,9 @@ if TYPE_CHECKING:
 
 #: The name the app's live hooks hold the probe re-run under.
 PROBE_RERUN = "probe_rerun"
+#: What ``L`` says on a recording with only the run's own scores (here and on the overview).
+NO_LAYERS = ("This recording holds only the run's own scores (main); `memprobe reader-ablation REC --reader SPEC` "
+             "adds a named layer (another reader's answers, scored) to compare them with.")
 
 
 class ProbeRerunAnswer(Message):
@@ -104,7 +108,10 @@ One **probe** of a paradigm episode under one memory system.
 reader saw, sent again; the memory system is not re-run); the reply streams below and the new score
 is appended to the recording; until the reply streams, a line says what the call does (the embedded
 model starting, the prompt evaluated so far). Esc cancels a running re-run. `c` opens the reader's LLM call, `m` the
-store the reader searched, `[`/`]` the other probes, `s` the same probe under the next system.
+store the reader searched, `[`/`]` the other probes, `s` the same probe under the next system, `L` the
+next score layer (the run's own, `main`, then each named one: `memprobe reader-ablation`'s
+`reader:SPEC`, a scoring mode's `scoring:corrected`): that layer's answer, score and reader call; a
+re-run re-scores the run's own answer, so it shows `main`.
 """
 
     DEFAULT_CSS = """
@@ -125,13 +132,18 @@ store the reader searched, `[`/`]` the other probes, `s` the same probe under th
         Binding("right_square_bracket", "next_probe(1)", "Probe", key_display="[/]", id="probe.next"),
         Binding("left_square_bracket", "next_probe(-1)", "Prev probe", show=False, id="probe.prev"),
         Binding("s", "switch_system", "System", id="probe.system"),
+        Binding("L", "layer", "Scores", show=False, id="probe.layer"),  # named layers: reader-ablation
     ]
     MODEL_BOX = "reader-model"
 
-    def __init__(self, session: ReplaySession, episode_id: str, system: str, probe_index: int) -> None:
+    def __init__(self, session: ReplaySession, episode_id: str, system: str, probe_index: int, *,
+                 judgment_layer: str | None = None) -> None:
         super().__init__(session)
         self.session: ReplaySession = session
         self.episode_id, self.system, self.probe_index = episode_id, system, probe_index
+        #: The score layer shown (None: the run's own, ``main``; ``L`` cycles the named ones).
+        self.judgment_layer = judgment_layer
+        self.named_layers: list[str] = []
         self.detail: ProbeDetail | None = None
         self.live: dict[str, Any] = {}
         self._default: ProbeRerunHook | None = None
@@ -160,16 +172,18 @@ store the reader searched, `[`/`]` the other probes, `s` the same probe under th
     def reload(self) -> None:
         super().reload()
         self.set_title(f"{self.episode_id} × {self.system} · probe {self.probe_index + 1} · loading…")
-        self._load(self.episode_id, self.system, self.probe_index)
+        self._load(self.episode_id, self.system, self.probe_index, self.judgment_layer)
 
     @work(thread=True, exclusive=True, group="load", exit_on_error=False, name="probe detail")
-    def _load(self, episode_id: str, system: str, probe_index: int) -> None:
-        self.post_message(Loaded("probe", probe_detail(self.session, episode_id, system, probe_index)))
+    def _load(self, episode_id: str, system: str, probe_index: int, layer: str | None) -> None:
+        self.named_layers = score_layers(self.session)
+        self.post_message(Loaded("probe", probe_detail(self.session, episode_id, system, probe_index, layer)))
 
     @on(Loaded)
     def _loaded(self, message: Loaded) -> None:
         detail: ProbeDetail = message.data
-        if (detail.episode_id, detail.system, detail.probe_index) != (self.episode_id, self.system, self.probe_index):
+        if (detail.episode_id, detail.system, detail.probe_index, detail.layer) != \
+                (self.episode_id, self.system, self.probe_index, self.judgment_layer):
             return  # a load for the probe shown before a key press moved on
         self.detail = detail
         if message.what == "picked up":
@@ -182,8 +196,8 @@ store the reader searched, `[`/`]` the other probes, `s` the same probe under th
             return
         current = d.cell.value if d.cell is not None else None
         latest = f" · re-scored {d.cell.rescores}×" if d.cell is not None and d.cell.rescores else ""
-        self.set_title(f"{d.episode_id} × {d.system} · probe {d.probe_index + 1}/{d.probe_count} · {d.probe_type} · "
-                       f"score {fmt_score(current)}{latest}")
+        self.set_title(layer_title(self.named_layers, d.layer, f"{d.episode_id} × {d.system} · probe {d.probe_index + 1}/"
+                                   f"{d.probe_count} · {d.probe_type} · score {fmt_score(current)}{latest}", "scores"))
         question = d.gold.question if d.gold is not None else (d.answer.question if d.answer is not None else "")
         self.query_one("#gold", DetailLog).show([Text(question, style="bold"), *gold_lines(d)])
         self.query_one("#answer", DetailLog).show(answer_lines(d.answer))
@@ -222,6 +236,10 @@ store the reader searched, `[`/`]` the other probes, `s` the same probe under th
         )
 
         self.live = {}
+        if self.judgment_layer is not None:
+            # The re-run answers and scores the run's own probe again (no layer): show main, where it lands.
+            self.judgment_layer = None
+            self.reload()
         self.add_class("rerunning")  # room for the panel: the gold and answer panes give up some height
         self.query_one(RerunPanel).start(f"re-run probe {self.probe_index + 1} with reader {spec or hook.default_reader}")
         self._rerun(hook.run, ProbeRerunRequest(self.session.directory, self.episode_id, self.system, self.probe_index,
@@ -256,12 +274,23 @@ store the reader searched, `[`/`]` the other probes, `s` the same probe under th
     def _pick_up(self) -> None:
         self.session.follow()  # the engine appended the re-run's events: index them, then redraw
         self.post_message(Loaded("picked up", probe_detail(self.session, self.episode_id, self.system,
-                                                           self.probe_index)))
+                                                           self.probe_index, self.judgment_layer)))
 
     # -- navigation ----------------------------------------------------------------------------
     def _switch(self, probe_index: int | None = None, system: str | None = None) -> None:
         self.probe_index = self.probe_index if probe_index is None else probe_index
         self.system = system or self.system
+        self.live = {}
+        self.reload()
+
+    def action_layer(self) -> None:
+        """The next score layer: the run's own (main), then each named one the recording holds."""
+        if self.rerun_running():
+            return
+        if not self.named_layers:
+            self.notify(NO_LAYERS, timeout=5)
+            return
+        self.judgment_layer = next_layer(self.named_layers, self.judgment_layer)
         self.live = {}
         self.reload()
 

@@ -169,7 +169,8 @@ def _score_block(label: str, score: dict[str, Any] | None, style: str) -> Lines:
 def score_lines(detail: ProbeDetail, live: dict[str, Any] | None) -> Lines:
     """Original score, the latest re-score (with the answer it scored), the live re-run."""
     lines: Lines = [heading("score")]
-    lines += _score_block("original", detail.score, "") or [Text("not scored yet", style="dim")]
+    unscored = "not scored yet" if detail.layer is None else f"not scored in the layer {detail.layer}"
+    lines += _score_block("original", detail.score, "") or [Text(unscored, style="dim")]
     cell = detail.cell
     if cell is not None and cell.latest is not None:
         lines += _score_block(f"re-score ({cell.rescores})", cell.latest, "cyan")

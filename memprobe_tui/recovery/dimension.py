@@ -145,7 +145,7 @@ the step (task 2, turn 1) that wrote it.
         yield Input(placeholder="model spec for the slot-filler and judges (Enter re-runs and appends, Esc cancels)",
                     id="rerun-model", disabled=True)  # enabled while shown: never takes focus hidden
         yield DetailLog(id="dimension")
-        yield RerunPanel(id="rerun", wrap=True)
+        yield RerunPanel(id="rerun")
         yield from self.compose_bottom()
 
     def on_mount(self) -> None:

@@ -6,20 +6,18 @@ from __future__ import annotations
 
 from memprobe_engine.recovery.read.outcome_index import judgment_layers
 from memprobe_engine.replay import ReplaySession
+from memprobe_tui import layers
 
 #: What ``L`` says on a recording with only the run's own judgments.
 NO_LAYERS = ("This recording holds only the run's own judgments (main); `memprobe rescore REC --as NAME` adds a "
              "named layer to compare them with.")
 
+
 def next_layer(session: ReplaySession, layer: str | None) -> str | None:
     """The judgment layer after ``layer`` in [main, *named layers], round (main: None)."""
-    order: list[str | None] = [None, *judgment_layers(session)]
-    return order[(order.index(layer) + 1) % len(order)] if layer in order else None
+    return layers.next_layer(judgment_layers(session), layer)
 
 
 def layer_title(session: ReplaySession, layer: str | None, title: str) -> str:
-    """``title`` saying whose judgments are shown: a named layer first (80 columns keep it), the run's
-    own (main) last and only when the recording holds named layers (``L`` cycles them)."""
-    if layer is not None:
-        return f"judgments {layer} · {title}"
-    return f"{title} · judgments main (L: {1 + len(named)} layers)" if (named := judgment_layers(session)) else title
+    """``title`` saying whose judgments are shown (see :func:`memprobe_tui.layers.layer_title`)."""
+    return layers.layer_title(judgment_layers(session), layer, title)

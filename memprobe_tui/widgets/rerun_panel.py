@@ -18,7 +18,7 @@ import time
 
 from textual.app import ComposeResult
 from textual.containers import Vertical
-from textual.widgets import Log, Static, TextArea
+from textual.widgets import Static, TextArea
 
 from memprobe_engine.llm.call_progress import CallProgress
 from memprobe_tui.timefmt import duration
@@ -73,19 +73,13 @@ class RerunPanel(Vertical):
     def compose(self) -> ComposeResult:
         yield Static("", id="rerun-status")
         yield Static("", id="rerun-progress", classes="idle")
-        if self._wrap:
-            yield TextArea("", id="rerun-log", read_only=True, soft_wrap=True, show_line_numbers=False,
-                           highlight_cursor_line=False, compact=True)
-        else:
-            log = Log(id="rerun-log", highlight=False)
-            log.can_focus = False
-            yield log
+        # Soft-wrapping: a line longer than the panel (the probe re-run's note naming reader, probe and
+        # episode) wraps instead of being cut at the edge (it read "… of PILOT-" at 80 columns).
+        yield TextArea("", id="rerun-log", read_only=True, soft_wrap=True, show_line_numbers=False,
+                       highlight_cursor_line=False, compact=True)
 
-    def __init__(self, *, id: str | None = None, wrap: bool = False) -> None:
-        """``wrap``: a soft-wrapping, focusable text area (the dimension inspector); False keeps the
-        original one-line-per-line Log (what screens written against it expect)."""
+    def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
-        self._wrap = wrap
         self._stage: str | None = None
         self._title = ""
         self._started = 0.0
@@ -104,9 +98,7 @@ class RerunPanel(Vertical):
 
     @property
     def text(self) -> str:
-        if self._wrap:
-            return self.query_one(TextArea).text
-        return "\n".join(self.query_one(Log).lines)
+        return self.query_one(TextArea).text
 
     @property
     def steps(self) -> int:
@@ -216,17 +208,9 @@ class RerunPanel(Vertical):
         self._append(("\n" if current and not current.endswith("\n") else "") + text + "\n")
 
     def _clear(self, text: str) -> None:
-        if self._wrap:
-            self.query_one(TextArea).load_text(text)
-        else:
-            log = self.query_one(Log)
-            log.clear()
-            log.write(text)
+        self.query_one(TextArea).load_text(text)
 
     def _append(self, text: str) -> None:
-        if not self._wrap:
-            self.query_one(Log).write(text)  # Log's write_line would add behind the line write() extends
-            return
         area = self.query_one(TextArea)
         area.insert(text, area.document.end, maintain_selection_offset=False)
         area.scroll_end(animate=False)

@@ -1,8 +1,9 @@
 """A stand-in for the xllamacpp runtime, for tests of the embedded server's child process (tests only:
 put this folder first on the child's PYTHONPATH). Its server answers ``/v1/models`` and ``/metrics``
-like llama.cpp's, refuses a model file named ``broken.gguf`` as llama.cpp refuses a damaged one, and
-its destructor takes 30 s, as llama.cpp's waits for the step in progress: a stop that ran it would
-show."""
+like llama.cpp's, refuses a model file named ``broken.gguf`` as llama.cpp refuses a damaged one, loads
+one named ``slow.gguf`` for 60 s (a first load on a small CPU: what a cancelled start must not wait
+for), and its destructor takes 30 s, as llama.cpp's waits for the step in progress: a stop that ran it
+would show."""
 
 from __future__ import annotations
 
@@ -31,6 +32,8 @@ class Server:
             print("llama_model_load: error loading model: tensor data is not within the file bounds",
                   file=sys.stderr, flush=True)
             raise RuntimeError("failed to load the model")
+        if params.model.path.endswith("slow.gguf"):
+            time.sleep(60)
         keys = list(params.api_keys)
 
         class Handler(BaseHTTPRequestHandler):

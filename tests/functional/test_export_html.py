@@ -128,3 +128,18 @@ def test_protocol_b_and_bad_cases(tmp_path: Path) -> None:
     done = subprocess.run([os.sys.executable, "-m", "memprobe_tui.main", "export", "html", str(RELEASE), "--case", "x:y",
                            "--out", str(tmp_path / "x.html")], capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1 and not (tmp_path / "x.html").exists()
+
+
+def test_store_items_are_numbered_as_the_tui_numbers_them(tmp_path: Path) -> None:
+    """longctx_full stores each task as ``[Task 0] …`` (counted from 0); the TUI names that task as its
+    steps do, ``[T1 task]``, and the page says the same (it said ``[Task 0]`` beside transcript steps
+    ``T1.1``). The recording's text is left as the slot-filler read it."""
+    rec = ROOT / "recordings" / "sample-quick-fixed-user_001"
+    page = tmp_path / "fixed.html"
+    export(str(rec), "--case", "user_001:geographic_knowledge:longctx_full", "--out", str(page))
+    text = page.read_text()
+    assert "[Task " not in text
+    for task in ("[T1 task] I need to send my teacher", "[T2 task] Can you help me plan",
+                 "[T3 task] Can you help me write"):
+        assert task in text, task
+    assert "[Task 0] I need to send my teacher" in (rec / "payloads.jsonl").read_text()  # stored as it was

@@ -13,6 +13,9 @@ rebuilt as plain strings, then three kinds of cut are looked for:
   it is no cut of the screen's;
 - **a word run into the screen's edge**: letters in the last column (a table wider than the screen,
   a line that does not wrap), where the word is not a whole word of the vocabulary;
+- **a word ending in a hyphen**: the last text of a pane's line ending in a letter or digit then
+  ``-`` (``of PILOT-``, the start of ``PILOT-01A``): text wraps at spaces only, so a line never ends
+  inside a hyphenated id or word unless the screen cut it there;
 - **a dangling separator**: the title line, or a line with nothing below it in its pane, ending in
   `` ·``, `` ×`` or `` →``: the rest was cut at a word boundary (a title wrapped onto a second line
   its one-line bar hides). A wrapped paragraph's line may end so: its next line goes on below it.
@@ -42,6 +45,9 @@ DANGLING = ("·", "×", "→")
 #: A word: letters, digits and ``_``, starting with a letter (``54159bac`` is no word ``bac``).
 _WORD = re.compile(r"(?<![A-Za-z0-9_])[A-Za-z][A-Za-z0-9_]*")
 _TAIL = re.compile(r"(?<![A-Za-z0-9_])[A-Za-z][A-Za-z0-9_]*$")
+#: A token cut just after a hyphen: a letter or digit then ``-`` (``PILOT-``; ``-`` or ``--`` alone is
+#: a rule or a placeholder, ``[-old-]`` a diff, neither ending so).
+_HYPHEN_END = re.compile(r"[A-Za-z0-9]-$")
 
 
 def svg_rows(svg: str, width: int) -> list[str]:
@@ -142,9 +148,14 @@ def find_cuts(rows: list[str], vocab: set[str]) -> list[Cut]:
             below = rows[r + 1][start:end] if r + 1 < len(rows) else ""
             if stripped.endswith(DANGLING) and stripped[:-1].endswith(" ") and (r == 0 or not below.strip()):
                 found.append(Cut(r, start + len(stripped) - 1, f"ends in a dangling “{stripped[-1]}”", line))
-            for match in re.finditer(r"\S+", piece):
+            tokens = list(re.finditer(r"\S+", piece))
+            for match in tokens:
                 token, token_end = match.group(), start + match.end()
                 if token.endswith("…"):
+                    continue
+                if match is tokens[-1] and _HYPHEN_END.search(token):
+                    # Only the line's last token: a cut ends the visible text (Textual wraps at spaces).
+                    found.append(Cut(r, token_end - 1, f"“{token}” ends in a hyphen: the rest was cut", line))
                     continue
                 tail = _TAIL.search(token)
                 if tail is None:

@@ -81,11 +81,14 @@ def test_the_detector_finds_each_kind_of_cut() -> None:
             " change  attribu".ljust(80),                                         # a word cut short in a cell
             (" " * 73 + "nomem,l"),                                               # a word run into the edge
             " ok→memo  │ agent→ok".ljust(80),                                     # cut short before a border
-            " whole words end well: memory, back, ok→agent, authoritative_upd…".ljust(80)]  # a marked cut
+            " whole words end well: memory, back, ok→agent, authoritative_upd…".ljust(80),  # a marked cut
+            "reader local:fast on probe 2 (previous_value) of PILOT-".ljust(78) + "  ",  # cut after a hyphen
+            " a-b - -- [-old-]{+new+} x-y │ run".ljust(80)]                           # hyphens that end no cut
     found = find_cuts(rows, vocab)
     assert [(c.row, c.why) for c in found] == [
         (0, "ends in a dangling “·”"), (1, "“attribu” is the start of a longer word"),
-        (2, "“nomem,l” runs into the screen's edge"), (3, "“ok→memo” is the start of a longer word")]
+        (2, "“nomem,l” runs into the screen's edge"), (3, "“ok→memo” is the start of a longer word"),
+        (5, "“PILOT-” ends in a hyphen: the rest was cut")]
 
 
 async def test_the_detector_fails_a_table_left_wider_than_the_screen(monkeypatch: pytest.MonkeyPatch) -> None:

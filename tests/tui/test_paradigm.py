@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from textual.pilot import Pilot
-from textual.widgets import Input, Log, Static
+from textual.widgets import Input, Static
 
 from memprobe_engine.llm.client import ChatClient
 from memprobe_engine.llm.config import load_llm_config
@@ -33,6 +33,7 @@ from memprobe_tui.paradigms.probe_inspector import ProbeScreen
 from memprobe_tui.paradigms.session_list import SessionList
 from memprobe_tui.recovery.overview import OverviewScreen
 from memprobe_tui.widgets.detail_log import DetailLog
+from memprobe_tui.widgets.rerun_panel import RerunPanel
 from tests.doubles import ScriptedBackend
 from memprobe_engine.protocols import open_session
 
@@ -213,7 +214,7 @@ async def test_a_probe_rerun_streams_and_appends_a_new_score_beside_the_original
         await wait_for(pilot, lambda: "appended" in str(status.render())
                        and "re-score (1)" in pane_text(screen, "#scores"))
         assert seen and seen[0].reader == "openai:another-reader@http://127.0.0.1:9/v1" and seen[0].probe_index == 1
-        log = "".join(screen.query_one("#rerun-log", Log).lines)
+        log = screen.query_one(RerunPanel).text
         assert '{"answer": "FitLife"' in log and "new score: 1" in log
         assert "appended to the recording" in str(screen.query_one("#rerun-status", Static).render())
         scores = pane_text(screen, "#scores")
@@ -266,8 +267,8 @@ async def test_escape_cancels_a_running_rerun_before_it_leaves(tmp_path: Path) -
         screen = app.screen
         assert isinstance(screen, ProbeScreen)
         await pilot.press("r", "enter")
-        log = screen.query_one("#rerun-log", Log)
-        await wait_for(pilot, lambda: "tok tok" in "".join(log.lines))
+        panel = screen.query_one(RerunPanel)
+        await wait_for(pilot, lambda: "tok tok" in panel.text)
         assert screen.rerun_running() and "running" in str(screen.query_one("#rerun-status", Static).render())
         await pilot.press("escape")
         await wait_for(pilot, lambda: not screen.rerun_running())

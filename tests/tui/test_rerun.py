@@ -172,7 +172,7 @@ async def test_a_reopened_inspector_shows_the_last_rerun_output_and_progress_cou
 
 
 def test_progress_line_gives_an_upper_bound_eta_from_finished_steps() -> None:
-    panel = RerunPanel(wrap=True)
+    panel = RerunPanel()
     panel._title, panel._started, panel._step_started, panel._steps, panel._stage = "re-score d", 100.0, 130.0, 3, "judge"
     text = panel.progress_text(now=140.0)
     # two steps took 30 s: 15 s each, 8 may remain → 120 s, 10 s of the current one already spent

@@ -200,6 +200,31 @@ async def test_a_probe_rerun_shows_its_progress_and_esc_cancels_at_once(
         assert app.screen is screen
 
 
+async def test_a_repair_round_says_so_on_the_progress_line(tmp_path: Path) -> None:
+    """The reader's streamed reply lacks the answer its schema needs, so the client asks again with a
+    repair prompt (not streamed); meanwhile the progress line says so. It went on saying "the reply
+    streams: 8 pieces" for as long as the repair round took."""
+    llama = FakeLlama(replies=['{"reason": "no answer field"}', '{"answer": "FitLife", "reason": "the gym"}'])
+    try:
+        recording = copy_of(SAMPLE_B, tmp_path)
+        spec = f"openai:fake@{llama.url}"
+        app = probe_app(recording, ProbeRerunHook(
+            functools.partial(rerun_probe, llm_config=load_llm_config(None, {}, [spec])), spec))
+        async with app.run_test(size=(80, 24)) as pilot:
+            screen = await open_inspector(pilot)
+            assert isinstance(screen, ProbeScreen)
+            await pilot.press("r", "enter")
+            await until(pilot, lambda: "repair round" in progress(screen), HANG_S, "the repair round is shown")
+            assert progress(screen).startswith("reader: repair round 1/2: the reply failed validation (")
+            assert "asking again" in progress(screen) and len(llama.requests) == 2
+            assert not llama.requests[1].get("stream")  # the repair round itself: asked, not yet answered
+            llama.release.set()
+            await until(pilot, lambda: "appended" in status(screen), HANG_S, "the re-run ends")
+            assert "answer: parsed" in screen.query_one("#rerun-log").text  # type: ignore[attr-defined]
+    finally:
+        llama.close()
+
+
 async def slow_to_stop(*_: object) -> None:
     """A re-run that, once cancelled, takes 3 s to end (as the embedded server's stop did in the
     middle of a prompt step: 19 s measured, 46 s in the issue)."""

@@ -9,8 +9,11 @@ llama.cpp's step in progress. The real model's start and stop are timed in
 
 from __future__ import annotations
 
+import asyncio
 import os
+import subprocess
 import time
+from dataclasses import replace as dataclasses_replace
 from pathlib import Path
 
 import pytest
@@ -21,6 +24,7 @@ from memprobe_engine.llm.backends.local import Serving
 from memprobe_engine.llm.backends.local_child import ChildServer
 from memprobe_engine.llm.backends.local_params import ServerSettings
 from memprobe_engine.llm.model_assets import ModelFile
+from memprobe_engine.llm.spec import parse_spec
 
 FAKE_RUNTIME = Path(__file__).resolve().parents[1] / "fake_runtime"
 
@@ -82,3 +86,51 @@ def test_a_ui_keeps_its_server_in_a_child_until_exit(monkeypatch: pytest.MonkeyP
         assert time.monotonic() - started < 15  # a hang check: the stand-in's destructor sleeps 30 s
     assert local.running_servers() == []
     assert child is not None and child.process.poll() is not None
+
+
+async def test_a_start_cancelled_while_the_child_loads_ends_the_child_and_the_next_starts_afresh(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Esc during a re-run's first embedded-model load (the stand-in's ``slow.gguf`` loads for 60 s)
+    cancels the backend's start: the child loading the model is ended at once, instead of loading on
+    for nobody, and the next start runs a fresh child. Before, the child went on loading (and was then
+    kept up with a user that never came)."""
+    slow = ModelFile(tier="fast", path=tmp_path / "slow.gguf", size=1, sha256="0", assembled=False,
+                     fully_hashed=False, seconds=0.0)
+    model = slow
+    monkeypatch.setattr(local, "ensure_model", lambda tier: model)
+    monkeypatch.setattr(local_child, "_FOR_UI", True)
+    children: list[subprocess.Popen[bytes]] = []
+    popen = subprocess.Popen
+
+    def recorded(*args: object, **kwargs: object) -> subprocess.Popen[bytes]:
+        children.append(popen(*args, **kwargs))  # type: ignore[call-overload]
+        return children[-1]
+
+    monkeypatch.setattr(local_child.subprocess, "Popen", recorded)
+    backend = local.LocalBackend(parse_spec("local:fast"))
+    try:
+        starting = asyncio.create_task(backend.start())
+        deadline = time.monotonic() + 15
+        while not children:  # the child is loading the model
+            assert time.monotonic() < deadline, "no child was started"
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(0.5)
+        assert children[0].poll() is None
+        starting.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await starting
+        ended = time.monotonic() + 5
+        while children[0].poll() is None and time.monotonic() < ended:
+            await asyncio.sleep(0.05)
+        assert children[0].poll() is not None, "the child went on loading after the start was cancelled"
+        assert local.running_servers() == []
+        model = dataclasses_replace(slow, path=tmp_path / "qwen.gguf")  # the next start: a fresh child
+        await asyncio.wait_for(backend.start(), 30)
+        assert len(children) == 2 and backend.server is not None and backend.server.handle is not None
+        assert backend.server.handle.process is children[1]  # type: ignore[union-attr]
+    finally:
+        for child in children:
+            if child.poll() is None:
+                child.kill()
+        await backend.aclose()
+        local.shutdown_all()

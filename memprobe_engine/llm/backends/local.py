@@ -176,11 +176,13 @@ SHUTDOWN_LOCK_WAIT_S = 0.5
 
 
 def acquire_server(tier: str, n_ctx: int, *, startup_timeout_s: float, requested_by: str,
-                   serving: Serving) -> EmbeddedServer:
+                   serving: Serving, cancelled: threading.Event | None = None) -> EmbeddedServer:
     """Return this process's server for ``tier``, starting it if needed, and count one more user.
 
     Blocking (assembly, model load): call it from a worker thread. ``requested_by`` names the
     setting that asked for ``n_ctx`` and ``serving``, for the message when a running server differs.
+    ``cancelled``, once set, ends a start still loading in a child process (nothing is registered: the
+    next acquire starts a fresh one); an in-process load cannot be stopped and runs to its end.
     """
     with _REGISTRY_LOCK:
         server = _SERVERS.get(tier)
@@ -189,7 +191,7 @@ def acquire_server(tier: str, n_ctx: int, *, startup_timeout_s: float, requested
             _stop(server)
             server = None
         if server is None:
-            server = _start_server(tier, n_ctx, startup_timeout_s, serving)
+            server = _start_server(tier, n_ctx, startup_timeout_s, serving, cancelled)
             _SERVERS[tier] = server
         elif server.n_ctx != n_ctx:
             raise ConfigError(
@@ -244,7 +246,8 @@ def shutdown_all() -> None:
 atexit.register(shutdown_all)
 
 
-def _start_server(tier: str, n_ctx: int, startup_timeout_s: float, serving: Serving) -> EmbeddedServer:
+def _start_server(tier: str, n_ctx: int, startup_timeout_s: float, serving: Serving,
+                  cancelled: threading.Event | None = None) -> EmbeddedServer:
     model = ensure_model(tier)
     draft_model = ensure_model(serving.draft) if serving.draft is not None else None
     n_threads = local_threads()
@@ -258,7 +261,7 @@ def _start_server(tier: str, n_ctx: int, startup_timeout_s: float, serving: Serv
     handle: xllamacpp.Server | ChildServer | None
     try:
         if for_ui():
-            handle = ChildServer.start(settings, startup_timeout_s, tier)
+            handle = ChildServer.start(settings, startup_timeout_s, tier, cancelled)
             address = handle.address
         else:
             handle, address = start_in_process(settings)
@@ -386,10 +389,17 @@ class LocalBackend(ServerBackend):
         """Assemble the model and start (or join) the tier's server once; return the client for it."""
         async with self._lock:
             if self._inner is None:
-                server = await asyncio.to_thread(
-                    acquire_server, self.tier, self.context_tokens,
-                    startup_timeout_s=self.spec.startup_timeout_s, requested_by=self.spec.where(),
-                    serving=self.serving)
+                cancelled = threading.Event()
+                try:
+                    server = await asyncio.to_thread(
+                        acquire_server, self.tier, self.context_tokens,
+                        startup_timeout_s=self.spec.startup_timeout_s, requested_by=self.spec.where(),
+                        serving=self.serving, cancelled=cancelled)
+                except asyncio.CancelledError:
+                    # The caller gave up (Esc on a re-run) while the model loads: the thread cannot be
+                    # cancelled, but a child process's load can be ended, so it stops loading for nobody.
+                    cancelled.set()
+                    raise
                 self._server = server
                 self._inner = OpenAICompatBackend(
                     server.base_url, server.model_alias, server.api_key, name=self.name,

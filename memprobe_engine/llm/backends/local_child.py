@@ -6,7 +6,8 @@ process neither touches the parent: the parent starts ``python -m`` this module,
 :class:`~.local_params.ServerSettings` as one JSON line on stdin, reads the server's address as one
 line on stdout, and from then on talks to it over HTTP like to the in-process server. The child
 lives as long as its stdin stays open: closing it (:meth:`ChildServer.stop`) or the parent's end,
-however abrupt, ends it at once, without waiting for the step llama.cpp is in. Its stderr (llama.cpp's
+however abrupt, ends it at once, without waiting for the step llama.cpp is in; a start given up while
+the child still loads the model (a re-run cancelled by Esc) ends the child at once too. Its stderr (llama.cpp's
 error lines, a failed start) goes to a temporary file, not onto the parent's screen; a failed start
 quotes its end.
 """
@@ -20,6 +21,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 from typing import IO, TYPE_CHECKING
@@ -37,6 +39,12 @@ _FOR_UI = False
 STOP_WAIT_S = 2.0
 #: How much of a failed child's stderr a message quotes.
 _ERROR_TAIL = 600
+#: How often a starting child's wait looks whether the start was given up (seconds).
+CANCEL_POLL_S = 0.1
+
+
+class StartCancelled(LLMError):
+    """The start was given up (``cancelled`` set) while the child loaded the model; the child is ended."""
 
 
 def serve_for_ui() -> None:
@@ -65,9 +73,12 @@ class ChildServer:
         self.process, self.address, self._api_key, self._errors = process, address, api_key, errors
 
     @classmethod
-    def start(cls, settings: ServerSettings, timeout_s: float, tier: str) -> ChildServer:
+    def start(cls, settings: ServerSettings, timeout_s: float, tier: str,
+              cancelled: threading.Event | None = None) -> ChildServer:
         """Start the child and wait (up to ``timeout_s``) for its address. Blocking: call it from a
-        worker thread; it waits in ``select``, so the caller's other threads run meanwhile."""
+        worker thread; it waits in ``select``, so the caller's other threads run meanwhile. Once
+        ``cancelled`` is set (the caller stopped waiting) the child is killed and :class:`StartCancelled`
+        raised: a first load takes minutes on a small CPU, which nobody would then wait for."""
         errors = tempfile.TemporaryFile()
         process = subprocess.Popen([sys.executable, "-m", __name__], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                    stderr=errors, start_new_session=True)  # no terminal signal reaches it
@@ -75,11 +86,17 @@ class ChildServer:
         try:
             process.stdin.write(orjson.dumps(dataclasses.asdict(settings)) + b"\n")
             process.stdin.flush()
-            ready, _, _ = select.select([process.stdout], [], [], timeout_s)
+            deadline, ready = time.monotonic() + timeout_s, False
+            while not ready and (left := deadline - time.monotonic()) > 0:
+                if cancelled is not None and cancelled.is_set():
+                    raise StartCancelled(f"the start of the embedded model {tier!r} was cancelled")
+                ready = bool(select.select([process.stdout], [], [], min(left, CANCEL_POLL_S))[0])
             line = process.stdout.readline() if ready else b""
             address = orjson.loads(line)["address"] if line else None
         except BaseException:
             process.kill()
+            process.wait()
+            errors.close()
             raise
         if not isinstance(address, str):
             process.kill()

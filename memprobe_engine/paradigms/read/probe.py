@@ -65,6 +65,8 @@ class ProbeDetail:
     other_calls: list[int] = field(default_factory=list)
     #: Per item the reader saw, the session(s) whose ops wrote it (``S03 filler``), as the store held it.
     written: dict[str, str] = field(default_factory=dict)
+    #: The score layer shown (None: the run's own scores; else a named layer such as ``reader:SPEC``).
+    layer: str | None = None
 
 
 @lru_cache(maxsize=8)
@@ -118,15 +120,24 @@ def probe_gold(session: ReplaySession, episode_id: str, system: str,
     return _gold_from(found.probes[probe_index].model_dump(mode="json")), None
 
 
-def probe_detail(session: ReplaySession, episode_id: str, system: str, probe_index: int) -> ProbeDetail:
-    """Gather the detail (reads the probe's span and the recording's probe scores: run it in a worker)."""
+def probe_detail(session: ReplaySession, episode_id: str, system: str, probe_index: int,
+                 layer: str | None = None) -> ProbeDetail:
+    """Gather the detail (reads the probe's span and the recording's probe scores: run it in a worker).
+    ``layer`` (None: the run's own) picks whose answer, score and reader call are shown: a named layer
+    (``memprobe reader-ablation``'s ``reader:SPEC``, a scoring mode's ``scoring:corrected``) is found by
+    its layer and the probe, since it may have answered or scored the probe outside the probe's span."""
     steps = episode_steps(session, episode_id, system)
     probe = next((p for p in (steps.probes if steps else []) if p.probe_index == probe_index), None)
     events = span_events(session, probe.step) if probe is not None else []
-    answer = next((e for e in events if e.kind == "probe_answer"), None)
-    original = next((e for e in events if e.kind == "probe_score" and e.rescore_of is None), None)
+    answer = next((e for e in events if e.kind == "probe_answer" and e.layer is None), None)
+    original = next((e for e in events if e.kind == "probe_score" and e.rescore_of is None and e.layer is None), None)
     calls = [e.seq for e in events if e.kind == "llm_call"]
-    cell = score_cells(session).get((system, episode_id, probe_index))
+    cell = score_cells(session, layer).get((system, episode_id, probe_index))
+    own = answer  # the store the reader searched is the run's: a layer re-sent the same retrieval
+    if layer is not None:
+        original = None  # the layer's cell holds its original score
+        answer = _layer_answer(session, layer, (system, episode_id, probe_index), cell, answer)
+        calls = [answer.llm_call_seq] if answer is not None and answer.llm_call_seq is not None else []
     rescore_answer = None
     if cell is not None and cell.latest is not None:
         span_id = cell.latest.get("span_id")
@@ -139,7 +150,8 @@ def probe_detail(session: ReplaySession, episode_id: str, system: str, probe_ind
     written: dict[str, str] = {}
     if answer is not None and answer.retrieved and steps is not None:
         unit = steps.store_unit or episode_id
-        writes, label = item_writes(session, unit, system, answer.seq), step_labeller(session, unit, system)
+        at = (own or answer).seq
+        writes, label = item_writes(session, unit, system, at), step_labeller(session, unit, system)
         for item in answer.retrieved:
             names = list(dict.fromkeys(label(seq) for seq in writes.of(item.id)))
             if names:
@@ -149,4 +161,19 @@ def probe_detail(session: ReplaySession, episode_id: str, system: str, probe_ind
         episode_id=episode_id, system=system, probe_index=probe_index, probe_type=probe_type, gold=gold,
         gold_note=note, answer=answer, score=original.model_dump() if original is not None else
         (cell.original if cell else None), cell=cell, rescore_answer=rescore_answer, call_seq=call_seq,
-        probe_count=len(steps.probes) if steps else 0, other_calls=[c for c in calls if c != call_seq])
+        probe_count=len(steps.probes) if steps else 0, other_calls=[c for c in calls if c != call_seq], layer=layer)
+
+
+def _layer_answer(session: ReplaySession, layer: str, key: tuple[str, str, int], cell: ScoreCell | None,
+                  own: ProbeAnswer | None) -> ProbeAnswer | None:
+    """The answer ``layer`` scored for the probe ``key`` (system, episode, probe): the layer's own
+    answer (a second reader's; the one in its original score's span when several); a layer that only
+    scored again (another scoring mode) has none and scored the run's own answer ``own``. None when
+    the layer never scored the probe: nothing of the run's own is passed off as the layer's."""
+    if cell is None:
+        return None
+    system, episode_id, probe_index = key
+    mine = [a for a in events_of_kind(session, "probe_answer") if a.layer == layer
+            and (a.system, a.episode_id, a.probe_index) == (system, episode_id, probe_index)]
+    span_id = cell.original.get("span_id") if cell.original is not None else None
+    return next((a for a in mine if a.span_id == span_id), mine[0] if mine else own)

@@ -11,12 +11,13 @@ what the dimension inspector shows; every recorded text goes through ``esc``.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from memprobe_engine.errors import MemProbeError
 from memprobe_engine.report.html_parts import (Capture, HtmlSections, IndexRow, anchor, case_index, cut, esc, pick,
                                                 printed_html, score_text)
 from memprobe_engine.recovery.read.dimension import DimensionDetail, ModeDetail, dimension_detail
-from memprobe_engine.replay.memory_view import StoreView, item_text, store_view
+from memprobe_engine.replay.memory_view import StoreView, item_text, step_numbered, store_view
 from memprobe_engine.replay.queries import step_messages
 from memprobe_engine.replay.session import ReplaySession
 
@@ -44,6 +45,12 @@ def transcript(session: ReplaySession, detail: DimensionDetail) -> str:
     return "".join(rows) + f"<p class='note'>{ended}</p>" if rows else "<p class='note'>No messages recorded.</p>"
 
 
+def shown_text(item: dict[str, Any]) -> str:
+    """An item's text as the TUI shows it: a native ``[Task 0]`` named as the steps name that task
+    (``[T1 task]``), so the page and the screen number tasks alike; the stored text is unchanged."""
+    return step_numbered(item_text(item))
+
+
 def store_table(view: StoreView, read: set[str]) -> str:
     """The store at the fill: one row per item with its diff mark and whether the top-k returned it."""
     head = (f"<p>{view.size} item(s) at seq {view.after_seq}; against the store before the episode "
@@ -55,7 +62,7 @@ def store_table(view: StoreView, read: set[str]) -> str:
         css, label = MARKS.get(row.mark, ("same", row.mark))
         retrieved = " · retrieved" if row.item_id in read else ""
         rows.append(f"<tr class='{css}'><td class='mark'>{esc(row.mark.strip() or '·')}</td>"
-                    f"<td class='id'>{esc(row.item_id)}</td><td>{esc(cut(item_text(row.item)))}"
+                    f"<td class='id'>{esc(row.item_id)}</td><td>{esc(cut(shown_text(row.item)))}"
                     f"<div class='why'>{esc(label)}{esc(retrieved)}</div></td></tr>")
     if not rows:
         return head + "<p class='note'>The store was empty.</p>"
@@ -70,7 +77,7 @@ def mode_section(mode: ModeDetail) -> str:
         parts.append(f"<p><b>Query</b> (k={mode.retrieval.k}): {esc(mode.retrieval.query)}</p>")
     if mode.retrieved:
         items = "".join(f"<li><span class='id'>{esc(item_id)}</span> <span class='num'>{score_text(score)}</span> "
-                        f"{esc(cut(item_text(item)) if item else '(not in the rebuilt store)')}</li>"
+                        f"{esc(cut(shown_text(item)) if item else '(not in the rebuilt store)')}</li>"
                         for item_id, score, item in mode.retrieved)
         title = "Top-k retrieved" if mode.mode == "retrieve" else "Read by the slot-filler (the whole store)"
         parts.append(f"<p><b>{title}</b> ({len(mode.retrieved)}):</p><ol class='topk'>{items}</ol>")
