@@ -256,22 +256,31 @@ class ResponseCache:
             self._held.discard(row_key)
 
     def _answer_or_claim(self, row_key: str) -> tuple[ChatResult | None, bool]:
-        """In one write transaction, so two processes never both claim: the stored answer, or the claim
-        taken (none held, or the holder is stale or gone), or neither (someone else is asking)."""
+        """The stored answer, or the claim taken (none held, or its holder is stale or gone), or neither
+        (someone else is asking). Looked at first without the write lock, so processes waiting on a
+        claim do not queue for it on every look; a claim is then taken in one write transaction, so
+        two processes never both take it."""
+        answer, live = self._look(row_key)
+        if answer is not None or live:
+            return answer, False
         with self._transaction():
-            answer = _parsed(self._db.execute("SELECT result FROM responses WHERE hash = ?", (row_key,)).fetchone())
-            if answer is not None:
+            answer, live = self._look(row_key)
+            if answer is not None or live:
                 return answer, False
-            holder = self._db.execute("SELECT owner, host, pid, claimed FROM claims WHERE hash = ?",
-                                      (row_key,)).fetchone()
-            now = time.time()
-            if holder is not None and holder[0] != self.owner and now - float(holder[3]) < STALE_AFTER_S \
-                    and not (holder[1] == self.host and not _alive(int(holder[2]))):
-                return None, False
             self._db.execute("INSERT OR REPLACE INTO claims (hash, owner, host, pid, claimed) VALUES (?, ?, ?, ?, ?)",
-                             (row_key, self.owner, self.host, self.pid, now))
+                             (row_key, self.owner, self.host, self.pid, time.time()))
             self._held.add(row_key)
             return None, True
+
+    def _look(self, row_key: str) -> tuple[ChatResult | None, bool]:
+        """(the stored answer, whether another handle holds a live claim on the request)."""
+        answer = _parsed(self._db.execute("SELECT result FROM responses WHERE hash = ?", (row_key,)).fetchone())
+        if answer is not None:
+            return answer, False
+        holder = self._db.execute("SELECT owner, host, pid, claimed FROM claims WHERE hash = ?", (row_key,)).fetchone()
+        if holder is None or holder[0] == self.owner or time.time() - float(holder[3]) >= STALE_AFTER_S:
+            return None, False
+        return None, not (holder[1] == self.host and not _alive(int(holder[2])))  # gone on this host: not live
 
     @contextmanager
     def _transaction(self) -> Iterator[None]:
