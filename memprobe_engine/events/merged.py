@@ -70,8 +70,8 @@ class AskedTwice:
         if not self.requests:
             return ""
         extra = f", {self.sent_again:,} sends beyond the first" if self.sent_again != self.requests else ""
-        return (f"{self.requests:,} model request(s) were sent by more than one shard{extra}: the shards shared no "
-                f"response cache, so each asked what its units have in common (shards on one cache folder, or "
+        return (f"{self.requests:,} model request(s) were sent by more than one shard{extra}: shards that share no "
+                f"response cache each ask what their units have in common (shards on one cache folder, or "
                 f"--executor ray, ask each request once).")
 
 
