@@ -89,7 +89,7 @@ async def test_a_claim_whose_process_is_gone_is_taken_over_at_once(tmp_path: Pat
 
 async def test_two_processes_sharing_the_cache_send_one_request(tmp_path: Path) -> None:
     """Two clients on two handles of one cache folder (two shards) ask one request at once: one is sent,
-    the other waits for it and is recorded as a cache hit with the same answer."""
+    the other waits for it and is recorded as a cache hit with the same answer. On two folders, both send."""
     backends = [SlowBackend(lambda request: "one answer"), SlowBackend(lambda request: "another answer")]
     with temp_recording(tmp_path / "a") as one, temp_recording(tmp_path / "b") as two:
         clients = [ChatClient(config(), recorder, ResponseCache(tmp_path / "cache"), backend_factory=_serving(b))
@@ -100,13 +100,11 @@ async def test_two_processes_sharing_the_cache_send_one_request(tmp_path: Path) 
     assert sorted(o.cache_hit for o in outcomes) == [False, True]
     hits = [e["cache_hit"] for folder in ("a", "b") for e in read_events(tmp_path / folder)]
     assert sorted(bool(h) for h in hits) == [False, True]
-
-
-async def test_without_a_shared_cache_nothing_is_claimed(tmp_path: Path) -> None:
+    # A cache folder each shares nothing: both send it.
     backends = [SlowBackend(lambda request: "answer"), SlowBackend(lambda request: "answer")]
     clients = [ChatClient(config(), cache=ResponseCache(tmp_path / name), backend_factory=_serving(b))
                for name, b in zip(("x", "y"), backends)]
-    await asyncio.gather(*(client.chat("agent", user("same question")) for client in clients))
+    await asyncio.gather(*(client.chat("agent", user("another question")) for client in clients))
     assert [len(b.requests) for b in backends] == [1, 1]
 
 
