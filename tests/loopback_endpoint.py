@@ -9,7 +9,13 @@ scripted replies after a set latency, and ``GET …/models`` at once. It is writ
 
 prints ``listening on http://127.0.0.1:PORT/v1`` once it accepts connections. ``--fail-after N``
 answers HTTP 503 to every chat request after the N-th (an endpoint going down mid-run);
-``--oracle paradigms`` answers protocol B's prompts too. ``--exit-after N`` closes the listener and exits instead (``POST …/exit-after`` with N as the body
+``--oracle paradigms`` answers protocol B's prompts too; ``--plan DIM,DIM,…`` gives protocol A's
+dimensions the oracle's planned outcomes (``recovery_oracle.plan_for``: the second on reaches the
+attribution stages), where without it every dimension recovers fully. ``--hold-twins S`` holds a chat
+request whose body it has not answered before until the same body arrives again or S seconds pass
+(``--hold-role ROLE``: only that oracle role's), so that two processes asking one request at about the
+same time have it in flight together: one that sends a request another has on its way is then
+counted sending it twice, whatever the two processes' timing. ``--exit-after N`` closes the listener and exits instead (``POST …/exit-after`` with N as the body
 sets it on a running endpoint, counted from then). ``GET …/stats`` answers how many chat
 requests it answered and how often each distinct request body (by hash) was among them, in all and
 per ``X-MemProbe-Unit`` header. A ``SIGTERM`` stops it; ``--log FILE`` then (or its exit after
@@ -50,8 +56,11 @@ class LoopbackEndpoint:
     """The endpoint's state: the oracle, the latency, how many chat requests it answered."""
 
     def __init__(self, delay_s: float, fail_after: int | None = None, exit_after: int | None = None,
-                 oracle: str = "recovery") -> None:
+                 oracle: str = "recovery", hold_twins_s: float = 0.0, hold_role: str | None = None) -> None:
         self.oracle = RecoveryOracle()
+        self.hold_twins_s, self.hold_role = hold_twins_s, hold_role
+        #: Bodies held for a twin (``--hold-twins``): digest → set when the twin arrives.
+        self.held: dict[str, asyncio.Event] = {}
         if oracle == "paradigms":  # protocol B's reader and every memory system's writer prompts too
             from tests.functional.test_paradigm_run import ParadigmOracle
 
@@ -91,6 +100,29 @@ class LoopbackEndpoint:
             "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
             "usage": {"prompt_tokens": 50, "completion_tokens": 10, "total_tokens": 60}})
 
+    async def hold_for_twin(self, body: bytes) -> None:
+        """``--hold-twins``: wait for the same body from another client (or the time limit); a body
+        answered before, or of another role than ``--hold-role``, is not held."""
+        digest = hashlib.sha256(body).hexdigest()[:16]
+        if digest in self.bodies:
+            return
+        if self.hold_role is not None:
+            request = orjson.loads(body)
+            messages = tuple(ChatMessage(role=m["role"], content=m["content"]) for m in request["messages"])
+            if self.oracle.answer(ChatRequest(model="m", messages=messages))[0] != self.hold_role:
+                return
+        twin = self.held.get(digest)
+        if twin is not None:  # the second asker: both go on
+            twin.set()
+            return
+        arrived = self.held[digest] = asyncio.Event()
+        try:
+            await asyncio.wait_for(arrived.wait(), self.hold_twins_s)
+        except TimeoutError:
+            pass
+        finally:
+            self.held.pop(digest, None)
+
     async def serve_connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.connections.add(writer)
         try:
@@ -115,6 +147,8 @@ class LoopbackEndpoint:
                 elif method == "POST" and path.endswith("/chat/completions"):
                     if self.delay_s:
                         await asyncio.sleep(self.delay_s)
+                    if self.hold_twins_s:
+                        await self.hold_for_twin(body)
                     status, payload = self.chat(body, unit)
                     if self.exit_after is not None and self.answered > self.exit_after:
                         self.stop.set()
@@ -141,7 +175,12 @@ class LoopbackEndpoint:
 
 
 async def serve(args: argparse.Namespace) -> None:
-    endpoint = LoopbackEndpoint(args.delay, args.fail_after, args.exit_after, args.oracle)
+    if args.plan:
+        from tests.functional.recovery_oracle import plan_for
+
+        plan_for(args.plan.split(","))
+    endpoint = LoopbackEndpoint(args.delay, args.fail_after, args.exit_after, args.oracle, args.hold_twins,
+                                args.hold_role)
     server = await asyncio.start_server(endpoint.serve_connection, "127.0.0.1", args.port, backlog=512)
     port = endpoint.port = server.sockets[0].getsockname()[1]
     loop = asyncio.get_running_loop()
@@ -218,6 +257,9 @@ def main() -> None:
     parser.add_argument("--log", default=None)
     parser.add_argument("--oracle", choices=["recovery", "paradigms"], default="recovery",
                         help="which scripted replies: protocol A's, or protocol B's (reader, memory writers) too")
+    parser.add_argument("--plan", default=None, help="protocol A's dimensions, in the oracle's plan order")
+    parser.add_argument("--hold-twins", type=float, default=0.0, help="seconds a new request waits for its twin")
+    parser.add_argument("--hold-role", default=None, help="with --hold-twins: hold only this oracle role's requests")
     args = parser.parse_args()
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(serve(args))

@@ -148,3 +148,9 @@ def print_recording_cost(recording: Path, prices: dict[str, Price], console: Con
     specs = {role: parse_spec(spec) for role, spec in HeaderConfig.of(header).models.specs().items() if spec}
     console.print(f"[bold]{recording}[/]: tokens and cost per role")
     print_estimate(estimate, LLMConfig(models=specs), prices, console, actual=actual)
+    if HeaderConfig.of(header).merged_from:  # shards that shared no cache paid twice for some requests
+        from memprobe_engine.events.merged import asked_twice
+
+        line = asked_twice(recording).line()
+        if line:
+            console.print(line, soft_wrap=True)

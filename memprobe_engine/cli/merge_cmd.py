@@ -19,7 +19,6 @@ from __future__ import annotations
 import contextlib
 import shutil
 import time
-from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +32,7 @@ from memprobe_engine.errors import RecordingError
 from memprobe_engine.events.base import SCHEMA_VERSION, EventBase, pointer_fields
 from memprobe_engine.events.header import RecordingHeader
 from memprobe_engine.events.header_config import HeaderConfig
+from memprobe_engine.events.merged import AskedTwice, span_prefix
 from memprobe_engine.events.payloads import PAYLOADS_FILE
 from memprobe_engine.events.reader import DamagedEvent, RecordingReader, open_recording
 from memprobe_engine.events.union import POINTERS_OF_KIND
@@ -54,20 +54,15 @@ class MergeResult:
     payloads: int = 0
     skipped: dict[str, int] = field(default_factory=dict)
     missing_shards: list[str] = field(default_factory=list)
-    #: Model requests sent by more than one shard, counted beyond the first shard's (shards share no
-    #: answers: a request two shards' units both ask, such as protocol A's stage 0 for a user whose
-    #: systems fell into different shards, is paid for once per shard).
-    asked_again: int = 0
+    #: Model requests sent by more than one shard (shards that shared no response cache: a request two
+    #: shards' units both ask, such as protocol A's stage 0 for a user whose systems fell into different
+    #: shards, is paid for once per shard); ``events.merged`` declares how the merged recording shows it.
+    asked: AskedTwice = field(default_factory=AskedTwice)
 
-
-def span_prefix(index: int) -> str:
-    """``a/`` for the first input, ``b/`` … ``z/``, then ``aa/``, ``ab/`` …"""
-    letters = ""
-    index += 1
-    while index:
-        index, rest = divmod(index - 1, 26)
-        letters = chr(ord("a") + rest) + letters
-    return letters + "/"
+    @property
+    def asked_again(self) -> int:
+        """Distinct requests more than one shard sent."""
+        return self.asked.requests
 
 
 def check_compatible(inputs: Sequence[Path], headers: Sequence[RecordingHeader]) -> None:
@@ -152,9 +147,9 @@ def _copy_payloads(source: Path, writer: EventWriter) -> int:
 
 
 def _copy_events(reader: RecordingReader, prefix: str, writer: EventWriter,
-                 sent: set[str] | None = None) -> tuple[int, int]:
+                 asked: AskedTwice | None = None) -> tuple[int, int]:
     """Append ``reader``'s events to ``writer`` with prefixed span ids; returns (copied, skipped).
-    ``sent`` gathers the request hashes of the model calls this input sent (not answered from a cache)."""
+    ``asked`` takes in each event as the merged recording holds it (which shard sent which request)."""
     new_seq: dict[int, int] = {}
     copied = skipped = 0
     for line in range(len(reader)):
@@ -163,12 +158,11 @@ def _copy_events(reader: RecordingReader, prefix: str, writer: EventWriter,
         except DamagedEvent:
             skipped += 1
             continue
-        if sent is not None and data.get("kind") == "llm_call" and not data.get("cache_hit") \
-                and data.get("error") is None and isinstance(data.get("request_hash"), str):
-            sent.add(data["request_hash"])
         for key, target in POINTERS_OF_KIND.get(str(data.get("kind")), _ENVELOPE_POINTERS).items():
             if data.get(key) is not None:
                 data[key] = prefix + str(data[key]) if target == "span" else new_seq.get(data[key])
+        if asked is not None:
+            asked.add(data)
         old = data.get("seq")
         seq = writer.write_dict(data)
         if isinstance(old, int):
@@ -201,19 +195,15 @@ def merge_recordings(out: Path, inputs: Sequence[Path], progress: Callable[[str]
             "config": {**first.config, "merged_from": [str(p) for p in inputs],
                        **({"missing_shards": missing} if missing else {})}})
         try:
-            asked: Counter[str] = Counter()
             with open_writer(out, header) as writer:
                 for index, (path, reader) in enumerate(zip(inputs, readers)):
                     result.payloads += _copy_payloads(path, writer)
-                    sent: set[str] = set()
-                    copied, skipped = _copy_events(reader, span_prefix(index), writer, sent)
-                    asked.update(sent)
+                    copied, skipped = _copy_events(reader, span_prefix(index), writer, result.asked)
                     result.events += copied
                     if skipped or reader.damage.tail_bytes:
                         result.skipped[str(path)] = skipped + (1 if reader.damage.tail_bytes else 0)
                     if progress is not None:
                         progress(f"{path}: {copied:,} events")
-            result.asked_again = sum(count - 1 for count in asked.values())
         except BaseException:
             shutil.rmtree(out, ignore_errors=True)
             raise
@@ -235,10 +225,8 @@ def merge(
     console = Console(highlight=False)
     console.print(f"merged {result.events:,} events and {result.payloads:,} payloads from {len(inputs)} "
                   f"recordings into {result.out}")
-    if result.asked_again:
-        console.print(f"{result.asked_again:,} model request(s) were sent by more than one shard (shards share no "
-                      f"answers: units of one user in different shards each ask what they have in common); "
-                      f"--executor ray asks each request once.", soft_wrap=True)
+    if result.asked.line():
+        console.print(result.asked.line(), soft_wrap=True)
     if result.missing_shards:
         Console(stderr=True, highlight=False).print(
             f"[yellow]warning:[/] shard(s) {', '.join(result.missing_shards)} missing; the merged recording is "

@@ -348,7 +348,8 @@ class ChatClient:
         self._in_flight[sending] = pending
         try:
             share = self._shared is not None and call.spec.backend != "replay"
-            shared = await self._shared.acquire(key) if share and self._shared is not None else None
+            shared = await self._shared.acquire(key, self._endpoint(call.spec)) \
+                if share and self._shared is not None else None
             if shared is not None:  # another process's unit answered it, or was asking it: as a cache hit
                 result = self._scrubbed(shared)
                 call.cache_hits += 1
@@ -374,7 +375,7 @@ class ChatClient:
             return self._store(call, key, answer)
         except BaseException:
             if acquired and self._shared is not None:
-                self._shared.release(key)
+                self._shared.release(key, self._endpoint(call.spec))
             raise
 
     async def _attempts(self, call: _Call, request: ChatRequest) -> ChatResult:

@@ -134,8 +134,9 @@ class RelayedResponses(RecordedResponses):
         self._acquire = acquire
         self._release = release
 
-    async def acquire(self, key: str) -> ChatResult | None:
-        """The answer the driver holds or awaits for ``key``; None: this unit sends it."""
+    async def acquire(self, key: str, endpoint: str = "") -> ChatResult | None:
+        """The answer the driver holds or awaits for ``key``; None: this unit sends it. (The relay
+        keys answers by request hash alone: one run asks each role's endpoints its header pins.)"""
         if self._acquire is None:
             return None
         held = await self._acquire(key)
@@ -145,7 +146,7 @@ class RelayedResponses(RecordedResponses):
         self._recorded[key] = result
         return result
 
-    def release(self, key: str) -> None:
+    def release(self, key: str, endpoint: str = "") -> None:
         if self._release is not None:
             self._release(key)
 

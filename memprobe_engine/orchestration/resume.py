@@ -26,7 +26,7 @@ from memprobe_engine.events.reader import open_recording
 from memprobe_engine.events.run import SpanBegin
 from memprobe_engine.events.union import AnyEvent
 from memprobe_engine.llm.backends.replay import recorded_answers
-from memprobe_engine.llm.cache import ResponseStore
+from memprobe_engine.llm.cache import ResponseStore, SharedStore
 from memprobe_engine.llm.types import ChatResult, Usage
 
 #: A unit as its span names it: (the user or episode id, the system).
@@ -90,6 +90,18 @@ class RecordedResponses:
         if self._fallback is not None:
             result = self._fallback.put(key, result, endpoint)
         return self._recorded.setdefault(key, result)
+
+    async def acquire(self, key: str, endpoint: str = "") -> ChatResult | None:
+        """Claim ``key`` before it is sent, where the persistent cache is shared with other processes
+        (shards of the run on one file system): the answer one of them stored or is asking for, or
+        None — send it. Without a cache (``--no-cache``) nothing is shared: always None."""
+        if isinstance(self._fallback, SharedStore):
+            return await self._fallback.acquire(key, endpoint)
+        return None
+
+    def release(self, key: str, endpoint: str = "") -> None:
+        if isinstance(self._fallback, SharedStore):
+            self._fallback.release(key, endpoint)
 
 
 @dataclass
