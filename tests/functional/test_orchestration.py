@@ -138,7 +138,7 @@ SHIPPED = {
         "--recovery-judge", "model"],  # made when the model judge was the embedded framing's default
     "sample-paradigms-mem0": [  # a store with updates, for the replay (issue 36)
         "--suite", "paradigms", "--sessions", "sessions/paradigms/suite56-embedded", "--episodes",
-        "PILOT-18B,PILOT-06A", "--systems", "mem0", "--config", "sessions/quick-paradigms.toml", "--model",
+        "PILOT-12A,PILOT-10A", "--systems", "mem0", "--config", "sessions/quick-paradigms.toml", "--model",
         "memory_writer=local:1.5b", "--ingest", "session", "--reader-max-tokens", "200", "--k", "5",
         "--session-k", "3"],
     "sample-paradigms-quick": [

@@ -1,12 +1,15 @@
-"""A shipped store that changes items (issue 36, item 6): ``recordings/sample-paradigms-mem0`` is a real
-protocol-B run of the Mem0 built-in on the embedded 1.5B model (2 episodes), whose consolidation
-rewrote facts. A new user replaying it sees an update as old → new, word by word, at 80×24."""
+"""A shipped store that changes and removes items (issue 36, item 6): ``recordings/sample-paradigms-mem0``
+is a real protocol-B run of the Mem0 built-in on the embedded 1.5B model (PILOT-12A and PILOT-10A),
+whose consolidation rewrote facts and, when the user said their membership was "no longer YMCA
+Downtown", deleted one. A new user replaying it sees an update as old → new, word by word, and the
+delete struck out, at 80×24."""
 
 from __future__ import annotations
 
-from pathlib import Path
+from collections.abc import Callable
 
 import orjson
+from textual.pilot import Pilot
 
 from memprobe_engine.protocols import open_session
 from memprobe_tui.app import MemProbeApp
@@ -14,54 +17,68 @@ from memprobe_tui.paradigms.episode_stepper import EpisodeScreen
 from memprobe_tui.screens.memory import MemoryScreen, StoreTable
 from memprobe_tui.widgets.detail_log import DetailLog
 from tests.tui.conftest import REPO
-from tests.tui.helpers import settle
+from tests.tui.helpers import settle, text_of
 
 MEM0 = REPO / "recordings" / "sample-paradigms-mem0"
 
 
-def first_content_update(path: Path) -> tuple[str, str]:
-    """(old content, new content) of the recording's first update that rewrote an item's text."""
-    contents: dict[str, str] = {}
-    for line in (path / "events.jsonl").read_bytes().splitlines():
-        event = orjson.loads(line)
-        if event["kind"] != "memory_op":
-            continue
-        for patch in event["patch"]:
-            if patch["op"] == "add" and patch["path"].count("/") == 2:
-                contents[patch["path"]] = patch["value"]["content"]
-            elif patch["path"].endswith("/content") and event["op"] == "update":
-                item = patch["path"].removesuffix("/content")
-                return contents[item], patch["value"]
-    raise AssertionError("the recording holds no update of an item's text")
+def memory_ops() -> list[dict[str, object]]:
+    return [event for event in map(orjson.loads, (MEM0 / "events.jsonl").read_bytes().splitlines())
+            if event["kind"] == "memory_op"]
 
 
-def test_the_shipped_mem0_run_holds_updates_of_item_text() -> None:
-    ops = [orjson.loads(line)["op"] for line in (MEM0 / "events.jsonl").read_bytes().splitlines()
-           if b'"kind":"memory_op"' in line]
-    assert ops.count("update") >= 2 and ops.count("add") >= 2
+def test_the_shipped_mem0_run_holds_updates_and_a_delete() -> None:
+    ops = [str(event["op"]) for event in memory_ops()]
+    assert ops.count("update") >= 2 and ops.count("delete") >= 1 and ops.count("add") >= 2
 
 
-async def test_replaying_it_shows_an_update_as_old_and_new() -> None:
-    old, new = first_content_update(MEM0)
-    app = MemProbeApp(session=open_session(MEM0), live={"rescore": None}, keymap_path=None)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot)
-        await pilot.press("enter")  # the first episode's sessions
-        await settle(pilot)
+def _content_changed(text: str) -> bool:
+    return any(line.startswith("content: ") and ("[-" in line or "{+" in line) for line in text.splitlines())
+
+
+async def _memory_at_first(pilot: Pilot[None], mark: str, episodes: int = 2,
+                           wanted: Callable[[str], bool] = lambda detail: True) -> MemoryScreen:
+    """The memory view stepped op by op to the first op that marks an item ``mark`` whose detail is
+    ``wanted``, trying each episode of the stepper in turn; the detail pane shows that item."""
+    app = pilot.app
+    await pilot.press("enter")  # the first episode's sessions
+    await settle(pilot)
+    for _ in range(episodes):
         assert isinstance(app.screen, EpisodeScreen)
         await pilot.press("m")
         await settle(pilot)
         screen = app.screen
         assert isinstance(screen, MemoryScreen)
-        for _ in range(40):  # op by op until a row is marked updated
-            if screen.view is not None and any(row.mark == "~" for row in screen.view.rows):
-                break
+        for _ in range(80):
+            if screen.view is not None and any(row.mark == mark for row in screen.view.rows):
+                rows = [row.item_id for row in screen.view.rows]
+                marked = next(row for row in screen.view.rows if row.mark == mark)
+                screen.query_one(StoreTable).move_cursor(row=rows.index(marked.item_id))
+                await settle(pilot)
+                if wanted(screen.query_one(DetailLog).text()):
+                    return screen
             await pilot.press("right_square_bracket")
             await settle(pilot)
-        assert screen.view is not None
-        row = next(row for row in screen.view.rows if row.mark == "~")
-        screen.query_one(StoreTable).move_cursor(row=[r.item_id for r in screen.view.rows].index(row.item_id))
+        await pilot.press("escape", "right_square_bracket")  # back to the stepper, next episode
         await settle(pilot)
+    raise AssertionError(f"no op marks an item {mark!r}")
+
+
+async def test_replaying_it_shows_an_update_as_old_and_new() -> None:
+    app = MemProbeApp(session=open_session(MEM0), live={"rescore": None}, keymap_path=None)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        screen = await _memory_at_first(pilot, "~", wanted=_content_changed)
         text = screen.query_one(DetailLog).text()
     assert "updated at this step" in text and "old → new" in text
-    assert f"content: [-{old}-]{{+{new}+}}" in text, text
+
+
+async def test_replaying_it_shows_the_delete_struck_out() -> None:
+    deleted = next(event for event in memory_ops() if event["op"] == "delete")
+    app = MemProbeApp(session=open_session(MEM0), live={"rescore": None}, keymap_path=None)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        screen = await _memory_at_first(pilot, "-")
+        info, text = text_of(pilot, "#info"), screen.query_one(DetailLog).text()
+    assert f"(delete, seq {deleted['seq']})" in info and "-1" in info
+    assert text.startswith(f"{deleted['item_ids'][0]} — deleted at this step")  # type: ignore[index]
