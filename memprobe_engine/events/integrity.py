@@ -15,6 +15,7 @@ import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from memprobe_engine.processes import running
 from memprobe_engine.events.reader import DamagedEvent, DamageReport, RecordingReader
 from memprobe_engine.events.spans import SpanTree
 
@@ -152,13 +153,7 @@ def writer_alive(directory: Path) -> bool:
         return False
     if pid <= 0 or pid == os.getpid():
         return pid == os.getpid() and _lock_held(directory)
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    return running(pid)
 
 
 def _lock_held(directory: Path) -> bool:

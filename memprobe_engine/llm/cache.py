@@ -47,6 +47,7 @@ from typing import Protocol, runtime_checkable
 
 from pydantic import ValidationError
 
+from memprobe_engine.processes import running
 from memprobe_engine.errors import ConfigError
 from memprobe_engine.llm.model_assets import CACHE_ENV, cache_dir
 from memprobe_engine.llm.spec import ModelSpec
@@ -138,17 +139,6 @@ def file_system_of(path: Path, mountinfo: Path = Path("/proc/self/mountinfo")) -
         if inside and len(point) > best:
             best, kind = len(point), rest.split()[0]
     return kind
-
-
-def _alive(pid: int) -> bool:
-    """Whether process ``pid`` of this host still runs (one of another user counts as running)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 class ResponseCache:
@@ -280,7 +270,7 @@ class ResponseCache:
         holder = self._db.execute("SELECT owner, host, pid, claimed FROM claims WHERE hash = ?", (row_key,)).fetchone()
         if holder is None or holder[0] == self.owner or time.time() - float(holder[3]) >= STALE_AFTER_S:
             return None, False
-        return None, not (holder[1] == self.host and not _alive(int(holder[2])))  # gone on this host: not live
+        return None, not (holder[1] == self.host and not running(int(holder[2])))  # gone on this host: not live
 
     @contextmanager
     def _transaction(self) -> Iterator[None]:

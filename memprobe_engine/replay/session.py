@@ -9,12 +9,12 @@ never stall the UI. Lock order is always store lock, then read lock.
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from memprobe_engine.processes import running
 from memprobe_engine.events.header import RecordingHeader
 from memprobe_engine.events.integrity import QUICK_CHECK_ABOVE, check_recording
 from memprobe_engine.events.reader import DamagedEvent, DamageReport, RecordingReader, open_recording
@@ -251,10 +251,4 @@ def writer_alive(directory: Path) -> bool:
         return False
     if pid <= 0:
         return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    return running(pid)
