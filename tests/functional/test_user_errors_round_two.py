@@ -190,3 +190,11 @@ def test_a_scoring_mode_a_recording_cannot_take_is_refused(memprobe: Callable[..
                                                           needles: tuple[str, ...]) -> None:
     """Protocol A printed its tables with exit 0 and no note for ``--scoring weird``."""
     one_line_error(memprobe("report", str(recording), "--scoring", "weird"), *needles)
+
+
+@pytest.mark.parametrize("where", ["missing-folder", "folder"])
+def test_judge_check_json_that_cannot_be_written_is_refused_before_judging(
+        where: str, tmp_path: Path, memprobe: Callable[..., Result]) -> None:
+    target = tmp_path / "no-such-folder" / "x.json" if where == "missing-folder" else tmp_path
+    result = memprobe("judge", "check", str(SAMPLE_RECORDING), "--limit", "3", "--json", str(target))
+    one_line_error(result, f"--json {target}", "name a file in an existing folder")

@@ -111,6 +111,10 @@ def check(
     from memprobe_engine.recovery.scoring import is_unknown
 
     chosen_framing = check_framing(framing)
+    if json_out is not None and (json_out.is_dir() or not json_out.parent.is_dir()):
+        # Checked before any case is judged: a fill check takes minutes, and its figures go here.
+        raise ConfigError(f"--json {json_out}: {'a folder' if json_out.is_dir() else 'its folder does not exist'}; "
+                          f"name a file in an existing folder, e.g. --json judge-check.json.")
     if stage not in ("judge", "fill"):
         raise ConfigError(f"--stage {stage!r}: use judge (the judge against the reference) or fill (the "
                           f"slot-filler on the release's reading material).")
