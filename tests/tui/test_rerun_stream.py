@@ -104,6 +104,15 @@ def dimension_app(recording: Path, rescore: object) -> MemProbeApp:
     return MemProbeApp(session=open_session(recording), live={"rescore": rescore}, keymap_path=None)
 
 
+def live_rescore_app(llama: FakeLlama, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, MemProbeApp]:
+    """A copy of the protocol-A sample whose re-runs ask ``llama``, followed every 0.1 s (the recording
+    grows by the re-run: seen at once)."""
+    monkeypatch.setattr(overview, "FOLLOW_EVERY_S", 0.1)
+    recording = copy_of(SAMPLE_A, tmp_path)
+    config = load_llm_config(None, {}, [f"openai:fake@{llama.url}"])
+    return recording, dimension_app(recording, functools.partial(rescore_dimension, llm_config=config))
+
+
 def probe_app(recording: Path, hook: ProbeRerunHook) -> MemProbeApp:
     return MemProbeApp(session=open_session(recording), live={"rescore": None, "probe_rerun": hook},
                        keymap_path=None)
@@ -128,10 +137,7 @@ async def test_a_dimension_rerun_shows_its_progress_then_its_tokens_and_esc_canc
         llama: FakeLlama, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Observed: minutes with no token and no sub-status, then after Esc "running" with a frozen
     timer, never "cancelled"."""
-    monkeypatch.setattr(overview, "FOLLOW_EVERY_S", 0.1)  # the recording grows by the re-run: seen at once
-    recording = copy_of(SAMPLE_A, tmp_path)
-    config = load_llm_config(None, {}, [f"openai:fake@{llama.url}"])
-    app = dimension_app(recording, functools.partial(rescore_dimension, llm_config=config))
+    recording, app = live_rescore_app(llama, tmp_path, monkeypatch)
     async with app.run_test(size=(80, 24)) as pilot:
         screen = await open_inspector(pilot)
         assert isinstance(screen, DimensionScreen)
@@ -161,10 +167,7 @@ async def test_the_outcome_stays_on_screen_when_the_recording_grows_by_the_rerun
         llama: FakeLlama, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Observed: the screen "never said cancelled": the re-run's own run_end made the recording grow,
     and the redraw replaced the outcome by the log of the last re-run of the session."""
-    monkeypatch.setattr(overview, "FOLLOW_EVERY_S", 0.1)
-    recording = copy_of(SAMPLE_A, tmp_path)
-    config = load_llm_config(None, {}, [f"openai:fake@{llama.url}"])
-    app = dimension_app(recording, functools.partial(rescore_dimension, llm_config=config))
+    recording, app = live_rescore_app(llama, tmp_path, monkeypatch)
     async with app.run_test(size=(80, 24)) as pilot:
         screen = await open_inspector(pilot)
         assert isinstance(screen, DimensionScreen)
