@@ -305,15 +305,27 @@ def _run_unit(job: UnitJob, index: int, relay: RelayHandle) -> float:
         if wait:
             ray.get(sent)
 
+    owned: set[str] = set()  # keys this attempt acquired and works out now
+
     async def acquire(key: str) -> SharedValue:
         held: SharedValue = await relay.acquire.remote(key, attempt)  # type: ignore[misc]  # an ObjectRef is awaitable
+        if held is None:
+            owned.add(key)
         return held
 
     def claim(key: str, value: SharedValue) -> SharedValue:
+        if key in owned:
+            # No other attempt can have answered a key this one holds, so the relay keeps this value:
+            # the unit need not wait for it. The relay runs this attempt's calls in the order sent, so
+            # the claim lands before the batch with the call's event, which the unit does wait for.
+            owned.discard(key)
+            relay.claim.remote(key, value)
+            return value
         kept: SharedValue = ray.get(relay.claim.remote(key, value))
         return kept
 
     def release(key: str) -> None:
+        owned.discard(key)
         relay.release.remote(key)
 
     held = ray.get(relay.begin.remote(index, attempt))

@@ -124,8 +124,9 @@ class RelayedResponses(RecordedResponses):
     earlier attempts at the unit), then the persistent cache, then the driver's relay, asked before
     any request is sent (:meth:`acquire`): a request another unit has answered, or is asking right
     now, in any worker, is not sent again but waited for — as in one process, where the chat client
-    shares in-flight requests. Every new answer is claimed at the driver before the unit goes on, so a
-    resume serves each unit the answer it used."""
+    shares in-flight requests. Every new answer is handed to the driver before the unit goes on (a key
+    this unit acquired without waiting for the reply: the relay takes it before the batch holding the
+    call's event, which the unit waits for), so a resume serves each unit the answer it used."""
 
     def __init__(self, recorded: dict[str, ChatResult], fallback: ResponseStore | None, claim: Claim,
                  acquire: Acquire | None = None, release: Release | None = None) -> None:
