@@ -14,7 +14,7 @@ from rich.console import Console
 from memprobe_engine.errors import ConfigError
 
 if TYPE_CHECKING:
-    from memprobe_engine.llm.client import ChatOutcome
+    from memprobe_engine.llm.call import ChatOutcome
 
 llm_app = typer.Typer(help="Talk to the configured models directly.", no_args_is_help=True)
 console = Console(highlight=False)

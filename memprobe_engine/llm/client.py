@@ -32,21 +32,20 @@ import os
 import random
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
 from pydantic import BaseModel
 
 from memprobe_engine.errors import LLMError, MemProbeError
 from memprobe_engine.events.llm import LLMCall, RecordedMessage, RetryNote, TokenUsage
 from memprobe_engine.events.recorder import NULL_RECORDER, Recorder
+from memprobe_engine.llm.call import ChatOutcome, ChatStream, LogicalCall
 from memprobe_engine.llm.cache import ResponseStore, SharedStore, endpoint_of
 from memprobe_engine.llm.call_progress import CallProgress, report
 from memprobe_engine.llm.config import LLMConfig
 from memprobe_engine.llm.hashing import current_role, request_hash
-from memprobe_engine.llm.secrets import scrub_shapes
-from memprobe_engine.llm.spec import ModelSpec, parse_spec
+from memprobe_engine.llm.secrets import SCRUB_MEMO_SIZE, KeyScrubber
+from memprobe_engine.llm.spec import ModelSpec
 from memprobe_engine.llm.stream_scrub import StreamScrubber
 from memprobe_engine.llm.structured import (
     StructuredOutputError,
@@ -74,90 +73,8 @@ RETRY_AFTER_CAP_S = 120.0
 #: A refused connection: retried this many times (at most), after this many seconds.
 REFUSED_RETRIES = 1
 REFUSED_WAIT_S = 0.25
-#: How many distinct texts :meth:`ChatClient.scrub` remembers before it starts over.
-SCRUB_MEMO_SIZE = 20_000
 
 BackendFactory = Callable[[ModelSpec], ChatBackend]
-
-
-@dataclass(frozen=True)
-class ChatOutcome:
-    """The result of one logical call. ``usage`` counts the call's tokens even when it was served
-    from the cache (``cache_hit`` says it cost nothing); ``call_seq`` is the recorded event's seq."""
-
-    text: str
-    parsed: Any  # an instance of the ``schema`` model, the checked JSON value for ``json_schema``, or None
-    excluded: str | None
-    call_seq: int | None
-    cache_hit: bool
-    usage: Usage
-    latency_s: float
-    backend: str
-    model: str
-    request_hash: str
-    role: str
-    repairs: int = 0
-    retries: int = 0
-
-
-@dataclass
-class _Call:
-    """Book-keeping of one logical call across retries and repair rounds."""
-
-    role: str
-    spec: ModelSpec
-    backend: ChatBackend
-    semaphore: asyncio.Semaphore
-    conversation: list[ChatMessage]
-    params: SamplingParams
-    schema: dict[str, Any] | None
-    parse: Callable[[str], Any] | None
-    schema_name: str
-    replica: int
-    request_hash: str
-    started: float = field(default_factory=time.perf_counter)
-    retries: list[RetryNote] = field(default_factory=list)
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cached_prompt_tokens: int = 0
-    requests: int = 0
-    cache_hits: int = 0
-    repairs: int = 0
-    text: str | None = None
-    #: The index, in the role's list of endpoints, of the one that answered the last round sent (None:
-    #: one endpoint, or no round was sent).
-    endpoint: int | None = None
-    finish_reason: str | None = None  # of the last round, as the backend reported it ("length": cut off)
-
-    def request(self) -> ChatRequest:
-        return ChatRequest(model=self.spec.model, messages=tuple(self.conversation), params=self.params,
-                           response_schema=self.schema, replica=self.replica)
-
-    def add_usage(self, usage: Usage) -> None:
-        self.prompt_tokens += usage.prompt_tokens
-        self.completion_tokens += usage.completion_tokens
-        self.cached_prompt_tokens += usage.cached_prompt_tokens
-
-
-class ChatStream:
-    """Async iterator of text pieces from :meth:`ChatClient.stream`; ``outcome`` is set once the
-    stream has been read to the end (parsed/excluded like :meth:`ChatClient.chat`)."""
-
-    def __init__(self) -> None:
-        self.outcome: ChatOutcome | None = None
-        self._source: AsyncIterator[str] | None = None
-
-    def __aiter__(self) -> "ChatStream":
-        return self
-
-    async def __anext__(self) -> str:
-        assert self._source is not None
-        return await self._source.__anext__()
-
-    async def aclose(self) -> None:
-        """Stop early; the call is recorded with an error saying the stream was abandoned."""
-        if self._source is not None and hasattr(self._source, "aclose"):
-            await self._source.aclose()
 
 
 @contextlib.asynccontextmanager
@@ -189,11 +106,7 @@ class ChatClient:
         self._env = os.environ if env is None else env
         self._backends: dict[str, tuple[ChatBackend, asyncio.Semaphore]] = {}
         self._in_flight: dict[str, asyncio.Future[ChatResult]] = {}
-        self._learned_secrets: set[str] = set()
-        self._secrets: list[str] | None = None  # secret_values(), worked out once per change
-        #: Texts already scrubbed → their scrubbed form: a conversation's messages are recorded again
-        #: on every later call of it, and the key-shape regexes cost more than the rest of a record.
-        self._scrubbed_texts: dict[str, str] = {}
+        self._keys = KeyScrubber(config.key_variables(), self._env)
         self._endpoints: dict[str, str] = {}
         self._identities: dict[int, tuple[ModelSpec, str]] = {}
         self._recorded_forms: dict[tuple[str, str], RecordedMessage] = {}
@@ -208,11 +121,7 @@ class ChatClient:
     def add_secret(self, value: str) -> None:
         """Treat ``value`` as a key from now on: scrubbed from replies, errors and everything written
         (the recording proxy adds each key a client sends it)."""
-        value = value.strip()
-        if len(value) >= 4 and value not in self._learned_secrets:
-            self._learned_secrets.add(value)
-            self._secrets = None
-            self._scrubbed_texts.clear()
+        if self._keys.learn(value):
             self._recorded_forms.clear()
             self._scrub_writes()
 
@@ -261,7 +170,7 @@ class ChatClient:
     # -- one call ------------------------------------------------------------------------------
 
     def _start(self, role: str, messages: Sequence[ChatMessage], params: SamplingParams | None,
-               schema: type[BaseModel] | None, json_schema: dict[str, Any] | None, replica: int) -> _Call:
+               schema: type[BaseModel] | None, json_schema: dict[str, Any] | None, replica: int) -> LogicalCall:
         if schema is not None and json_schema is not None:
             raise TypeError("pass either schema (a pydantic model) or json_schema (a dict), not both")
         spec = self.spec_for(role)
@@ -274,7 +183,7 @@ class ChatClient:
             name = schema.__name__
         elif json_schema is not None:
             parse, sent, name = functools.partial(parse_with_json_schema, schema=json_schema), json_schema, "JSON"
-        call = _Call(role=role, spec=spec, backend=backend, semaphore=semaphore, conversation=list(messages),
+        call = LogicalCall(role=role, spec=spec, backend=backend, semaphore=semaphore, conversation=list(messages),
                      params=params or SamplingParams(), schema=sent, parse=parse, schema_name=name,
                      replica=replica, request_hash="")
         call.request_hash = request_hash(call.request(), backend=spec.backend)
@@ -300,7 +209,7 @@ class ChatClient:
             self._backends[key] = entry
         return entry
 
-    def _cached(self, call: _Call, key: str) -> ChatResult | None:
+    def _cached(self, call: LogicalCall, key: str) -> ChatResult | None:
         """Count a request and answer it from the cache if possible (never for replay specs)."""
         call.requests += 1
         if self.cache is None or call.spec.backend == "replay":
@@ -312,7 +221,7 @@ class ChatClient:
             call.add_usage(hit.usage)
         return hit
 
-    def _store(self, call: _Call, key: str, result: ChatResult) -> ChatResult:
+    def _store(self, call: LogicalCall, key: str, result: ChatResult) -> ChatResult:
         """Cache a fresh answer and return the one to go on from: the cache's, when another unit (in
         another process) stored an answer to the same request first. The usage stays this call's own."""
         call.add_usage(result.usage)
@@ -320,7 +229,7 @@ class ChatClient:
             return result
         return self._scrubbed(self.cache.put(key, result, self._endpoint(call.spec)))
 
-    async def _round(self, call: _Call) -> str:
+    async def _round(self, call: LogicalCall) -> str:
         """Send the current conversation once (cache, then backend with retries); return the text."""
         request = call.request()
         # The first round sends the conversation _start hashed; only a repair round changed it.
@@ -339,7 +248,7 @@ class ChatClient:
         call.finish_reason = result.finish_reason
         return result.text
 
-    async def _send_once(self, call: _Call, request: ChatRequest, key: str, sending: str) -> ChatResult:
+    async def _send_once(self, call: LogicalCall, request: ChatRequest, key: str, sending: str) -> ChatResult:
         """Call the backend and cache the answer (``key``: the request hash), publishing the pending
         answer so identical concurrent requests to the same server (``sending``: hash and endpoint)
         wait for it and go on from the same answer."""
@@ -364,7 +273,7 @@ class ChatClient:
         pending.set_result(result)
         return result
 
-    async def _sent(self, call: _Call, request: ChatRequest, key: str, acquired: bool) -> ChatResult:
+    async def _sent(self, call: LogicalCall, request: ChatRequest, key: str, acquired: bool) -> ChatResult:
         """Send the request and store its answer; a request ``acquired`` from the shared store is
         handed back when the call fails (the next unit that waits for it sends it)."""
         try:
@@ -378,7 +287,7 @@ class ChatClient:
                 self._shared.release(key, self._endpoint(call.spec))
             raise
 
-    async def _attempts(self, call: _Call, request: ChatRequest) -> ChatResult:
+    async def _attempts(self, call: LogicalCall, request: ChatRequest) -> ChatResult:
         attempt = 0
         async with call.semaphore:
             while True:
@@ -390,7 +299,7 @@ class ChatClient:
                 finally:
                     current_role.reset(token)
 
-    async def _retry_or_give_up(self, call: _Call, err: TransientBackendError, attempt: int) -> int:
+    async def _retry_or_give_up(self, call: LogicalCall, err: TransientBackendError, attempt: int) -> int:
         """Note the failure and sleep before the next attempt, or raise LLMError when out of retries."""
         # A refused connection is retried once, quickly; timeouts and 5xx answers get the backoff.
         limit = min(call.spec.max_retries, REFUSED_RETRIES) if err.refused else call.spec.max_retries
@@ -409,7 +318,7 @@ class ChatClient:
         await asyncio.sleep(wait)
         return attempt + 1
 
-    async def _conclude(self, call: _Call, text: str) -> ChatOutcome:
+    async def _conclude(self, call: LogicalCall, text: str) -> ChatOutcome:
         """Parse (with repair rounds) when a schema was asked for, then record the call."""
         if call.parse is None:
             return self._record(call)
@@ -436,7 +345,7 @@ class ChatClient:
 
     # -- streaming -----------------------------------------------------------------------------
 
-    async def _stream_pieces(self, sink: ChatStream, call: _Call) -> AsyncGenerator[str, None]:
+    async def _stream_pieces(self, sink: ChatStream, call: LogicalCall) -> AsyncGenerator[str, None]:
         call.started = time.perf_counter()  # latency counts from the first read, not from stream()
         try:
             cached = self._cached(call, call.request_hash)
@@ -461,7 +370,7 @@ class ChatClient:
                 raise
             raise safe from None
 
-    async def _stream_attempts(self, call: _Call, pieces: list[str]) -> AsyncGenerator[str, None]:
+    async def _stream_attempts(self, call: LogicalCall, pieces: list[str]) -> AsyncGenerator[str, None]:
         """Stream one reply; retry transient failures that happen before the first piece."""
         request = call.request()
         attempt = 0
@@ -499,33 +408,14 @@ class ChatClient:
     # -- recording -----------------------------------------------------------------------------
 
     def secret_values(self) -> list[str]:
-        """The values of every configured key variable (OPENAI_API_KEY and each spec's api_key_env)."""
-        if self._secrets is None:
-            self._secrets = self._find_secret_values()
-        return self._secrets
-
-    def _find_secret_values(self) -> list[str]:
-        names = {"OPENAI_API_KEY"}
-        for spec in self.config.models.values():
-            fallback = parse_spec(spec.fallback) if spec.fallback else None
-            names |= {s.api_key_env for s in (spec, fallback) if s is not None and s.api_key_env}
-        values = {self._env.get(name, "").strip() for name in names} | self._learned_secrets
-        return sorted((v for v in values if len(v) >= 4), key=len, reverse=True)
+        """The values of every configured key variable (OPENAI_API_KEY and each spec's api_key_env)
+        and of the keys learned since (:meth:`add_secret`)."""
+        return self._keys.values()
 
     def scrub(self, text: str) -> str:
         """Remove API keys: values of the configured key variables and learned keys, and anything
         key-shaped."""
-        done = self._scrubbed_texts.get(text)
-        if done is not None:
-            return done
-        clean = text
-        for value in self.secret_values():
-            clean = clean.replace(value, "***")
-        clean = scrub_shapes(clean)
-        if len(self._scrubbed_texts) >= SCRUB_MEMO_SIZE:
-            self._scrubbed_texts.clear()
-        self._scrubbed_texts[text] = clean
-        return clean
+        return self._keys.text(text)
 
     def _endpoint(self, spec: ModelSpec) -> str:
         """:func:`endpoint_of` ``spec``, worked out once per spec."""
@@ -537,11 +427,7 @@ class ChatClient:
 
     def scrub_bytes(self, blob: bytes) -> bytes:
         """The writer's line filter: configured key values (raw and JSON-escaped) become ``***``."""
-        for value in self.secret_values():
-            for form in {value.encode(), orjson.dumps(value)[1:-1]}:
-                if form in blob:
-                    blob = blob.replace(form, b"***")
-        return blob
+        return self._keys.bytes(blob)
 
     def _scrubbed(self, result: ChatResult) -> ChatResult:
         """A reply with any configured key removed: a server that echoes the key must not get it into
@@ -549,7 +435,7 @@ class ChatClient:
         clean = self.scrub(result.text)
         return result if clean == result.text else result.model_copy(update={"text": clean})
 
-    def _record_failure(self, call: _Call, err: Exception) -> Exception:
+    def _record_failure(self, call: LogicalCall, err: Exception) -> Exception:
         """Record the failed call; return the exception to raise (a scrubbed copy if needed)."""
         message = self.scrub(str(err))
         if isinstance(err, MemProbeError):
@@ -576,7 +462,7 @@ class ChatClient:
             recorded.append(form)
         return recorded
 
-    def _record(self, call: _Call, *, parsed: object = None, excluded: str | None = None,
+    def _record(self, call: LogicalCall, *, parsed: object = None, excluded: str | None = None,
                 error: str | None = None) -> ChatOutcome:
         latency = time.perf_counter() - call.started
         usage = Usage(prompt_tokens=call.prompt_tokens, completion_tokens=call.completion_tokens,

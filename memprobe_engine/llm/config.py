@@ -47,6 +47,15 @@ class LLMConfig(BaseModel):
 
     models: dict[str, ModelSpec]
 
+    def key_variables(self) -> set[str]:
+        """The environment variables that hold this configuration's API keys: ``OPENAI_API_KEY`` and
+        each spec's ``api_key_env``, fallbacks included."""
+        names = {"OPENAI_API_KEY"}
+        for spec in self.models.values():
+            fallback = parse_spec(spec.fallback) if spec.fallback else None
+            names |= {s.api_key_env for s in (spec, fallback) if s is not None and s.api_key_env}
+        return names
+
     def spec_for(self, role: str) -> ModelSpec:
         """The spec serving ``role``: its own mapping, else ``default``."""
         return self.models.get(normalize_role(role)) or self.models[DEFAULT_ROLE]

@@ -14,6 +14,9 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Iterable, Mapping
+
+import orjson
 
 #: Key prefixes and the fewest key characters that must follow before a token counts as a key
 #: (short enough for every real key of that kind, long enough that ``hf_hub`` or ``sk-learn`` in
@@ -63,3 +66,60 @@ def key_label(key: str, salt: str) -> str:
     """A short name for a key that cannot be turned back into it: ``client-`` and 8 hex digits of
     the salted sha256 (the same key and salt always give the same name)."""
     return "client-" + hashlib.sha256(f"{salt}\0{key}".encode()).hexdigest()[:8]
+
+
+#: How many distinct texts a :class:`KeyScrubber` remembers before it starts over.
+SCRUB_MEMO_SIZE = 20_000
+
+
+class KeyScrubber:
+    """The keys one chat client knows — the values of its key variables, and keys learned while it
+    runs — and the texts it has already cleaned of them. A conversation's messages are scrubbed again
+    with every later call of it, and the key-shape regexes cost more than the rest of a record: hence
+    the memo."""
+
+    def __init__(self, variables: Iterable[str], env: Mapping[str, str]) -> None:
+        self._variables = frozenset(variables)
+        self._env = env
+        self._learned: set[str] = set()
+        self._values: list[str] | None = None  # worked out once per change
+        self._done: dict[str, str] = {}
+
+    def values(self) -> list[str]:
+        """Every known key (at least 4 characters), longest first: a key inside another goes second."""
+        if self._values is None:
+            found = {self._env.get(name, "").strip() for name in self._variables} | self._learned
+            self._values = sorted((v for v in found if len(v) >= 4), key=len, reverse=True)
+        return self._values
+
+    def learn(self, value: str) -> bool:
+        """Know ``value`` as a key from now on; False when it was known already or is too short."""
+        value = value.strip()
+        if len(value) < 4 or value in self._learned:
+            return False
+        self._learned.add(value)
+        self._values = None
+        self._done.clear()
+        return True
+
+    def text(self, text: str) -> str:
+        """``text`` without any known key (``***``) or key-shaped token."""
+        done = self._done.get(text)
+        if done is not None:
+            return done
+        clean = text
+        for value in self.values():
+            clean = clean.replace(value, "***")
+        clean = scrub_shapes(clean)
+        if len(self._done) >= SCRUB_MEMO_SIZE:
+            self._done.clear()
+        self._done[text] = clean
+        return clean
+
+    def bytes(self, blob: bytes) -> bytes:
+        """A recording line or payload with every known key, raw or JSON-escaped, made ``***``."""
+        for value in self.values():
+            for form in {value.encode(), orjson.dumps(value)[1:-1]}:
+                if form in blob:
+                    blob = blob.replace(form, b"***")
+        return blob

@@ -193,13 +193,8 @@ def forwarded_environment(llm_config: LLMConfig, env: Mapping[str, str] | None =
     """The driver's variables a unit needs where it runs: the keys the model specs name (``api_key_env``,
     fallbacks included), ``OPENAI_API_KEY`` and ``OPENAI_BASE_URL``, and every ``MEMPROBE_*`` variable
     (the cache folder, model overrides, library adapters' keys). They ride as the task's argument."""
-    from memprobe_engine.llm.spec import parse_spec
-
     env = os.environ if env is None else env
-    names = {"OPENAI_API_KEY", "OPENAI_BASE_URL"}
-    for spec in llm_config.models.values():
-        fallback = parse_spec(spec.fallback) if spec.fallback else None
-        names |= {s.api_key_env for s in (spec, fallback) if s is not None and s.api_key_env}
+    names = llm_config.key_variables() | {"OPENAI_BASE_URL"}
     names |= {name for name in env if name.startswith("MEMPROBE_")}
     return {name: env[name] for name in sorted(names) if name in env}
 

@@ -36,7 +36,7 @@ from memprobe_engine.memory.base import ScoredItem
 from memprobe_engine.paradigms.config import DEFAULT_READER_MAX_TOKENS
 
 if TYPE_CHECKING:
-    from memprobe_engine.llm.client import ChatOutcome
+    from memprobe_engine.llm.call import ChatOutcome
 
 READER_ROLE = "reader"
 #: Bounded strings keep a small model from rambling inside a field.

@@ -36,7 +36,8 @@ from memprobe_engine.recovery.policy import DEFAULT_POLICY, ExclusionPolicy, rel
 from memprobe_engine.recovery.schemas import JudgeVerdict, SlotFillAnswer
 
 if TYPE_CHECKING:
-    from memprobe_engine.llm.client import ChatClient, ChatOutcome
+    from memprobe_engine.llm.call import ChatOutcome
+    from memprobe_engine.llm.client import ChatClient
 
 RETRIEVE_K = 5
 #: Characters per token assumed when checking whether a store fits the reader's context. English
