@@ -175,7 +175,7 @@ scores, accuracy and `d`'s probe inspector from that layer (a probe it never sco
     def action_plots(self) -> None:
         from memprobe_tui.paradigms.plots import ParadigmPlotsScreen
 
-        self.app.push_screen(ParadigmPlotsScreen(self.session))
+        self.app.push_screen(ParadigmPlotsScreen(self.session, judgment_layer=self.judgment_layer))
 
     def action_filter(self) -> None:
         self.app.push_screen(SearchPrompt("keep episodes whose id, paradigm, condition, expected or status "

@@ -1,6 +1,7 @@
 """Plots of a protocol-B run (``P`` on the episode list): each system's accuracy per paradigm, its
 plasticity and stability, and every figure as text below them (bars differ by colour only where
-the terminal has colour, so each system's bars are also drawn with its own character)."""
+the terminal has colour, so each system's bars are also drawn with its own character). They are of
+one score layer: the one the episode list showed when ``P`` opened them, and ``L`` shows the next."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import ClassVar
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
-from textual.binding import BindingType
+from textual.binding import Binding, BindingType
 from textual.widgets import Static
 from textual_plotext import PlotextPlot
 
@@ -19,10 +20,13 @@ from memprobe_engine.paradigms.read.queries import (
     ParadigmFigures,
     episode_rows,
     paradigm_figures,
+    score_layers,
 )
 from memprobe_engine.replay import ReplaySession
 from memprobe_tui.export import ExportDoc
+from memprobe_tui.layers import layer_title, next_layer
 from memprobe_tui.messages import Loaded
+from memprobe_tui.paradigms.probe_inspector import NO_LAYERS
 from memprobe_tui.screens.base import ReplayScreen
 
 #: The character each system's bars are drawn with (in recording order), so a monochrome terminal
@@ -80,7 +84,9 @@ plot are drawn with its own character (the table's header names it), so a termin
 still tells them apart. The table under the plots gives every figure in numbers, per paradigm:
 `accuracy plasticity stability (probes scored)`; `—` where no such probe was scored (a bar of 0
 draws nothing; its number still shows). Execution errors are in no denominator, as in
-`memprobe report`.
+`memprobe report`. `L` shows the figures of the next score layer (the run's own, `main`, then each
+named one: `memprobe reader-ablation`'s `reader:SPEC`, a scoring mode's `scoring:corrected`); the
+plots open in the layer the episode list showed.
 """
 
     DEFAULT_CSS = """
@@ -88,12 +94,17 @@ draws nothing; its number still shows). Execution errors are in no denominator, 
     ParadigmPlotsScreen #values { height: auto; max-height: 8; padding: 0 1; }
     """
 
-    BINDINGS: ClassVar[list[BindingType]] = []
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("L", "layer", "Scores", show=False, id="plots.layer"),  # named layers: reader-ablation
+    ]
 
-    def __init__(self, session: ReplaySession) -> None:
+    def __init__(self, session: ReplaySession, judgment_layer: str | None = None) -> None:
         super().__init__(session)
         self.session: ReplaySession = session
         self.figures: list[ParadigmFigures] | None = None
+        #: The score layer shown (None: the run's own, ``main``; ``L`` cycles the named ones).
+        self.judgment_layer = judgment_layer
+        self.named_layers: list[str] = []
 
     def compose(self) -> ComposeResult:
         yield from self.compose_top()
@@ -110,21 +121,35 @@ draws nothing; its number still shows). Execution errors are in no denominator, 
         self.set_title("plots · accuracy, plasticity, stability · computing…")
         self._load()
 
+    def action_layer(self) -> None:
+        """The next score layer (main, then each named one): every figure again from that layer."""
+        if not self.named_layers:
+            self.notify(NO_LAYERS, timeout=5)
+            return
+        self.judgment_layer = next_layer(self.named_layers, self.judgment_layer)
+        self.notify(f"scores {self.judgment_layer or 'main'}", timeout=3)
+        self._load()
+
     @work(thread=True, exclusive=True, group="plots", exit_on_error=False, name="paradigm plot data")
     def _load(self) -> None:
-        self.post_message(Loaded("paradigm plots", paradigm_figures(episode_rows(self.session))))
+        layer = self.judgment_layer
+        self.named_layers = score_layers(self.session)
+        self.post_message(Loaded("paradigm plots", (layer, paradigm_figures(episode_rows(self.session, layer=layer)))))
 
     @on(Loaded)
     def _loaded(self, message: Loaded) -> None:
-        self.figures = message.data
-        figures: list[ParadigmFigures] = message.data
+        layer, figures = message.data
+        if layer != self.judgment_layer:  # a load for the layer shown before L was pressed again
+            return
+        self.figures = figures
         systems = list(dict.fromkeys(f.system for f in figures))
         self._draw_accuracy(figures, systems)
         self._draw_balance(figures, systems)
         values = Text("\n").join(figure_lines(figures)) if figures else Text("no probe scored yet")
         self.query_one("#values", Static).update(values)
         paradigms = len({f.paradigm for f in figures} - {ALL_PARADIGMS})
-        self.set_title(f"plots · {len(systems)} systems · {paradigms} paradigms · {self.session.header.run_id}")
+        self.set_title(layer_title(self.named_layers, layer, f"plots · {len(systems)} systems · {paradigms} paradigms · "
+                                   f"{self.session.header.run_id}", noun="scores"))
 
     def _draw_accuracy(self, figures: list[ParadigmFigures], systems: list[str]) -> None:
         plot = self.query_one("#accuracy", PlotextPlot)
@@ -165,6 +190,7 @@ draws nothing; its number still shows). Execution errors are in no denominator, 
         if self.figures is None:
             return None
         lines = [f"# Accuracy, plasticity and stability of {self.session.header.run_id}", "",
+                 f"Scores: {self.judgment_layer or 'main'} (the run's own: main).", "",
                  "| system | paradigm | accuracy | plasticity | stability | probes scored |",
                  "| --- | --- | --- | --- | --- | --- |"]
         lines += [f"| {f.system} | {f.paradigm} | {_cell(f.accuracy)} | {_cell(f.plasticity)} | {_cell(f.stability)} "
@@ -172,4 +198,5 @@ draws nothing; its number still shows). Execution errors are in no denominator, 
         data = [{"system": f.system, "paradigm": f.paradigm, "accuracy": f.accuracy.accuracy,
                  "plasticity": f.plasticity.accuracy, "stability": f.stability.accuracy,
                  "scored": f.accuracy.scored} for f in self.figures]
-        return ExportDoc(self.export_name("paradigm-plots"), "\n".join(lines) + "\n", {"figures": data})
+        return ExportDoc(self.export_name("paradigm-plots"), "\n".join(lines) + "\n",
+                         {"layer": self.judgment_layer or "main", "figures": data})

@@ -5,7 +5,8 @@ then starts ``scores NAME``) and the scores, accuracy, answer and reader call sh
 The layer is made the way ``memprobe reader-ablation REC --reader SPEC`` makes it (its engine function,
 ``ablate_reader``, with the reader served by the functional tests' scripted oracle, as protocol A's
 layer test serves ``rescore``) on a copy of the shipped ``sample-paradigms-quick``: amem's PILOT-03B
-goes from acc 0.75 (the run's own) to 0.25 (the second reader's), its probe 2 from 1 to 0."""
+goes from acc 0.75 (the run's own) to 0.25 (the second reader's), its probe 2 from 1 to 0. The plots
+(``P``) open in the episode list's layer and ``L`` cycles there too."""
 
 from __future__ import annotations
 
@@ -15,11 +16,13 @@ from pathlib import Path
 
 import pytest
 
+from memprobe_engine.paradigms.read.queries import episode_rows, paradigm_figures
 from memprobe_engine.paradigms.reader_ablation import ablate_reader
 from memprobe_engine.protocols import open_session
 from memprobe_tui.app import MemProbeApp
 from memprobe_tui.paradigms.episode_table import EpisodeTable
 from memprobe_tui.paradigms.overview import ParadigmOverviewScreen
+from memprobe_tui.paradigms.plots import ParadigmPlotsScreen
 from memprobe_tui.paradigms.probe_inspector import ProbeScreen
 from memprobe_tui.widgets.table_search import table_cells
 
@@ -82,3 +85,31 @@ async def test_named_score_layers_are_selectable_in_the_paradigm_overview_and_th
         assert inspector.title_text.startswith("PILOT-03B × amem · probe 2/4 · previous_value · score 1")
         assert inspector.title_text.endswith("· scores main (L: 2 layers)")
         assert "original: 1" in pane_text(inspector, "#scores")
+
+
+async def test_the_plots_open_in_the_episode_lists_layer_and_l_shows_the_next(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(REPO)
+    monkeypatch.setenv("MEMPROBE_CACHE_DIR", str(tmp_path / "cache"))
+    record = await asyncio.to_thread(layered_copy, tmp_path)
+    session = open_session(record)
+    app = MemProbeApp(session=session, live={"rescore": None}, keymap_path=None)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)  # the recording is read in
+        main_figures = paradigm_figures(episode_rows(session))
+        layer_figures = paradigm_figures(episode_rows(session, layer=LAYER))
+        assert main_figures and main_figures != layer_figures  # amem's PILOT-03B: 0.75, then 0.25 in the layer
+        await pilot.press("L")  # the episode list shows the layer
+        await settle(pilot)
+        await pilot.press("P")
+        await settle(pilot)
+        plots = app.screen
+        assert isinstance(plots, ParadigmPlotsScreen) and plots.judgment_layer == LAYER
+        assert plots.figures == layer_figures
+        assert plots.title_text.startswith(f"scores {LAYER} · plots · ")
+        exported = plots.export_document()
+        assert exported is not None and f"Scores: {LAYER}" in exported.markdown
+        await pilot.press("L")  # the next layer after the last named one: the run's own
+        await settle(pilot)
+        assert plots.judgment_layer is None and plots.figures == main_figures
+        assert plots.title_text.endswith("· scores main (L: 2 layers)")
