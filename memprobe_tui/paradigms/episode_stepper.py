@@ -34,12 +34,14 @@ from memprobe_engine.paradigms.read.queries import (
     episode_steps,
     paradigm_systems,
     score_cells,
+    score_layers,
 )
 from memprobe_engine.replay import ReplaySession
 from memprobe_engine.replay.memory_view import StoreRow
 from memprobe_engine.replay.queries import step_seq_range
 from memprobe_tui.messages import Loaded
-from memprobe_tui.paradigms.probe_inspector import ProbeScreen
+from memprobe_tui.layers import layer_title, next_layer
+from memprobe_tui.paradigms.probe_inspector import NO_LAYERS, ProbeScreen
 from memprobe_tui.paradigms.render import (
     answer_lines,
     gold_lines,
@@ -68,7 +70,9 @@ reader's answer and the score; Enter opens the probe inspector.
 
 `m` opens the store in the memory view (item fields, links, history), `c` the first LLM call the
 system made in that session, `s` the same episode under the next system, `[`/`]` the episode
-before/after.
+before/after. `L` shows the probes' scores and answers from the next score layer (the run's own,
+`main`, then each named one: `memprobe reader-ablation`'s `reader:SPEC`, a scoring mode's
+`scoring:corrected`); the stepper opens in the episode list's layer, and Enter passes it on.
 """
 
     DEFAULT_CSS = """
@@ -88,11 +92,16 @@ before/after.
         Binding("s", "switch_system", "System", id="episode.system"),
         Binding("right_square_bracket", "episode(1)", "Episode", key_display="[/]", id="episode.next_episode"),
         Binding("left_square_bracket", "episode(-1)", "Prev episode", show=False, id="episode.prev_episode"),
+        Binding("L", "layer", "Scores", show=False, id="episode.layer"),  # named layers: reader-ablation
     ]
 
-    def __init__(self, session: ReplaySession, episode_id: str, system: str, position: int = 0) -> None:
+    def __init__(self, session: ReplaySession, episode_id: str, system: str, position: int = 0,
+                 judgment_layer: str | None = None) -> None:
         super().__init__(session)
         self.session: ReplaySession = session
+        #: The score layer shown (None: the run's own, ``main``; ``L`` cycles the named ones).
+        self.judgment_layer = judgment_layer
+        self.named_layers: list[str] = []
         self.episode_id, self.system, self.position = episode_id, system, position
         self.steps: EpisodeSteps | None = None
         self.growth: list[StoreGrowth] | None = None
@@ -122,7 +131,9 @@ before/after.
     @work(thread=True, exclusive=True, group="steps", exit_on_error=False, name="episode sessions")
     def _load_steps(self, episode_id: str, system: str) -> None:
         steps = episode_steps(self.session, episode_id, system)
-        cells = {k[2]: c for k, c in score_cells(self.session).items() if k[:2] == (system, episode_id)}
+        self.named_layers = score_layers(self.session)
+        cells = {k[2]: c for k, c in score_cells(self.session, self.judgment_layer).items()
+                 if k[:2] == (system, episode_id)}
         self.post_message(Loaded("steps", (steps, cells)))
         if steps is not None:  # the per-session sizes need one rebuild per session: a second message
             self.post_message(Loaded("growth", (episode_id, system, store_growth(self.session, steps))))
@@ -133,7 +144,7 @@ before/after.
             self.post_message(Loaded("session", (position, session_detail(self.session, steps, position))))
         else:
             probe = steps.probes[position - len(steps.sessions)]
-            detail = probe_detail(self.session, steps.episode_id, steps.system, probe.probe_index)
+            detail = probe_detail(self.session, steps.episode_id, steps.system, probe.probe_index, self.judgment_layer)
             first, _ = step_seq_range(self.session, probe.step)
             view = self.session.store_at(store_unit(steps), steps.system, first)
             self.post_message(Loaded("probe", (position, detail, view)))
@@ -178,7 +189,8 @@ before/after.
         else:
             p = steps.probes[self.position - len(steps.sessions)]
             where = f"probe {p.probe_index + 1}/{len(steps.probes)} · {p.probe_type}"
-        self.set_title(f"{self.episode_id} × {self.system} · {where}")
+        self.set_title(layer_title(self.named_layers, self.judgment_layer, f"{self.episode_id} × {self.system} · {where}",
+                                   noun="scores"))
 
     def _draw_session(self, detail: SessionDetail) -> None:
         self.query_one("#dialogue", DetailLog).show(session_lines(detail))
@@ -246,9 +258,19 @@ before/after.
     def action_open(self) -> None:
         probe_index = self._probe_index()
         if probe_index is not None:
-            self.app.push_screen(ProbeScreen(self.session, self.episode_id, self.system, probe_index))
+            self.app.push_screen(ProbeScreen(self.session, self.episode_id, self.system, probe_index,
+                                             judgment_layer=self.judgment_layer))
         else:
             self.action_memory()
+
+    def action_layer(self) -> None:
+        """The next score layer (main, then each named one): the probes' scores and answers from it."""
+        if not self.named_layers:
+            self.notify(NO_LAYERS, timeout=5)
+            return
+        self.judgment_layer = next_layer(self.named_layers, self.judgment_layer)
+        self.notify(f"scores {self.judgment_layer or 'main'}", timeout=3)
+        self.reload()
 
     def action_memory(self) -> None:
         if self.steps is None or not self._count():

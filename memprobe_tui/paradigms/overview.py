@@ -156,7 +156,8 @@ scores, accuracy and `d`'s probe inspector from that layer (a probe it never sco
     def action_episode(self) -> None:
         row = self._selected()
         if row is not None:
-            self.app.push_screen(EpisodeScreen(self.session, row.episode_id, row.system))
+            self.app.push_screen(EpisodeScreen(self.session, row.episode_id, row.system,
+                                               judgment_layer=self.judgment_layer))
 
     def action_probe(self) -> None:
         row = self._selected()

@@ -6,7 +6,7 @@ The layer is made the way ``memprobe reader-ablation REC --reader SPEC`` makes i
 ``ablate_reader``, with the reader served by the functional tests' scripted oracle, as protocol A's
 layer test serves ``rescore``) on a copy of the shipped ``sample-paradigms-quick``: amem's PILOT-03B
 goes from acc 0.75 (the run's own) to 0.25 (the second reader's), its probe 2 from 1 to 0. The plots
-(``P``) open in the episode list's layer and ``L`` cycles there too."""
+(``P``) and the session stepper (Enter) open in the episode list's layer and ``L`` cycles there too."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from memprobe_engine.paradigms.read.queries import episode_rows, paradigm_figure
 from memprobe_engine.paradigms.reader_ablation import ablate_reader
 from memprobe_engine.protocols import open_session
 from memprobe_tui.app import MemProbeApp
+from memprobe_tui.paradigms.episode_stepper import EpisodeScreen
 from memprobe_tui.paradigms.episode_table import EpisodeTable
 from memprobe_tui.paradigms.overview import ParadigmOverviewScreen
 from memprobe_tui.paradigms.plots import ParadigmPlotsScreen
@@ -113,3 +114,39 @@ async def test_the_plots_open_in_the_episode_lists_layer_and_l_shows_the_next(
         await settle(pilot)
         assert plots.judgment_layer is None and plots.figures == main_figures
         assert plots.title_text.endswith("· scores main (L: 2 layers)")
+
+
+async def test_the_session_stepper_shows_the_layers_scores_and_hands_the_layer_to_the_probe_inspector(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(REPO)
+    monkeypatch.setenv("MEMPROBE_CACHE_DIR", str(tmp_path / "cache"))
+    record = await asyncio.to_thread(layered_copy, tmp_path)
+    app = MemProbeApp(session=open_session(record), live={"rescore": None}, keymap_path=None)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("L")  # the episode list shows the layer; PILOT-03B is its first row
+        await settle(pilot)
+        await pilot.press("enter")
+        await settle(pilot)
+        stepper = app.screen
+        assert isinstance(stepper, EpisodeScreen) and stepper.judgment_layer == LAYER
+        assert stepper.steps is not None
+        sessions = len(stepper.steps.sessions)
+        assert stepper.cells[1].original is not None and stepper.cells[1].original["score"] == 0  # probe 2: the layer's
+        stepper.goto(sessions + 1)  # probe 2 (previous_value)
+        await settle(pilot)
+        assert stepper.title_text.startswith(f"scores {LAYER} · PILOT-03B × amem · probe 2/4")
+        await pilot.press("L")  # back to the run's own scores
+        await settle(pilot)
+        assert stepper.judgment_layer is None and stepper.cells[1].original is not None
+        assert stepper.cells[1].original["score"] == 1
+        assert stepper.title_text.endswith("· scores main (L: 2 layers)")
+        await pilot.press("L")
+        await settle(pilot)
+        stepper.goto(sessions)  # probe 1
+        await settle(pilot)
+        await pilot.press("enter")
+        await settle(pilot)
+        inspector = app.screen
+        assert isinstance(inspector, ProbeScreen) and inspector.judgment_layer == LAYER
+        assert "CrossFit Central" in pane_text(inspector, "#answer")  # the second reader's answer
