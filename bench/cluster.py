@@ -15,7 +15,10 @@ store and note: about 30–40 s of CPU on this job, which the critical path does
 2026-12-05 all runs shared one cache folder, so the local run (first) paid for the encoding and Ray
 and the shards (after it) found it warm.
 
-    python bench/cluster.py [--latency 0.05] [--concurrency 8] [--cold] [--only local,ray,shards]
+    python bench/cluster.py [--latency 0.05] [--concurrency 8] [--cold] [--only local,ray,shards] [--tries N]
+
+With ``--tries N`` the runs alternate N times (local, Ray, shards, local, …: a load that changes
+meets each alike) and a last table gives each one's median wall time and ratio.
 
 Run it where new network and process namespaces can be made (``unshare -n -p -f --mount-proc``, as
 root) so the cluster's ports meet no other Ray instance's; it refuses to start a cluster otherwise.
@@ -26,6 +29,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -102,6 +106,7 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--cold", action="store_true", help="start every run from an empty embedding cache")
     parser.add_argument("--only", default="local,ray,shards")
+    parser.add_argument("--tries", type=int, default=1, help="alternate the runs this many times; medians at the end")
     args = parser.parse_args()
     which = args.only.split(",")
     work = Path(tempfile.mkdtemp(prefix="mp-bench-"))
@@ -111,6 +116,7 @@ def main() -> None:
     def fresh_cache(name: str) -> None:
         """Give the next run its own embedding cache: a copy of the warm one, or an empty one."""
         folder = work / f"cache-{name}"
+        shutil.rmtree(folder, ignore_errors=True)  # an earlier try's
         if args.cold:
             folder.mkdir()
         else:
@@ -137,23 +143,28 @@ def main() -> None:
                              "endpoint": after["answered"] - before["answered"],
                              "twice": twice(before["bodies"], after["bodies"]), "ratio": seconds / path})
 
-            if "local" in which:
-                measure("local", lambda: run(job_args(work / "local", url, args.concurrency), env), [work / "local"])
-            if "ray" in which:
-                with two_nodes(work / "c") as (address, _):
-                    cmd = [*job_args(work / "ray", url, args.concurrency), "--executor", "ray", "--ray-address", address]
-                    measure("ray (2 nodes × 1 CPU)", lambda: run(cmd, env), [work / "ray"])
-            if "shards" in which:
-                def shards() -> float:
-                    started = time.monotonic()
-                    procs = [subprocess.Popen([sys.executable, "-m", "memprobe_tui.main",
-                                               *job_args(work / "sh", url, args.concurrency), "--shard", f"{i}/{SHARDS}"],
-                                              cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-                             for i in range(SHARDS)]
-                    assert all(p.wait() == 0 for p in procs)
-                    return time.monotonic() - started
-                measure(f"{SHARDS} shards at once", shards,
-                        [work / f"sh.shard-{i}-of-{SHARDS}" for i in range(SHARDS)])
+            for attempt in range(args.tries):
+                tag = f"-{attempt}" if args.tries > 1 else ""
+                if "local" in which:
+                    local = work / f"local{tag}"
+                    measure("local", lambda: run(job_args(local, url, args.concurrency), env), [local])
+                if "ray" in which:
+                    with two_nodes(work / f"c{tag}") as (address, _):
+                        cmd = [*job_args(work / f"ray{tag}", url, args.concurrency), "--executor", "ray",
+                               "--ray-address", address]
+                        measure("ray (2 nodes × 1 CPU)", lambda: run(cmd, env), [work / f"ray{tag}"])
+                if "shards" in which:
+                    def shards() -> float:
+                        started = time.monotonic()
+                        procs = [subprocess.Popen([sys.executable, "-m", "memprobe_tui.main",
+                                                   *job_args(work / f"sh{tag}", url, args.concurrency),
+                                                   "--shard", f"{i}/{SHARDS}"],
+                                                  cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                                 for i in range(SHARDS)]
+                        assert all(p.wait() == 0 for p in procs)
+                        return time.monotonic() - started
+                    measure(f"{SHARDS} shards at once", shards,
+                            [work / f"sh{tag}.shard-{i}-of-{SHARDS}" for i in range(SHARDS)])
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print("| run | wall | calls recorded | sent | endpoint answered | sent twice | units lost with a worker | "
@@ -162,6 +173,14 @@ def main() -> None:
     for row in rows:
         print(f"| {row['run']} | {row['wall_s']:.1f} s | {row['calls']:,} | {row['sent']:,} | {row['endpoint']:,} | "
               f"{row['twice']} | {row['lost']} | {row['embedded']:,} | {row['ratio']:.2f}× |")
+    if args.tries > 1:
+        print("\n| run | tries | median wall | median ÷ critical path | range |")
+        print("| --- | --- | --- | --- | --- |")
+        for name in dict.fromkeys(row["run"] for row in rows):
+            ratios = sorted(row["ratio"] for row in rows if row["run"] == name)
+            walls = [row["wall_s"] for row in rows if row["run"] == name]
+            print(f"| {name} | {len(ratios)} | {statistics.median(walls):.1f} s | {statistics.median(ratios):.2f}× | "
+                  f"{ratios[0]:.2f}–{ratios[-1]:.2f}× |")
 
 
 if __name__ == "__main__":
