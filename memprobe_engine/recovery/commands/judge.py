@@ -213,6 +213,8 @@ def train(
     epochs: Annotated[int, typer.Option(min=1)] = 4,
     learning_rate: Annotated[float, typer.Option()] = 5e-4,
     seed: Annotated[int, typer.Option()] = 0,
+    rank: Annotated[int, typer.Option(min=1, help="The adapters' rank (their scale stays 2: alpha is twice "
+                                                  "the rank).")] = 8,
 ) -> None:
     """Fit the calibrated judge's adapters on the paper's judgments (minutes on two cores)."""
     from memprobe_engine.orchestration.progress import CommandProgress
@@ -227,7 +229,7 @@ def train(
     held_cases = [c for c in cases if c.user_id in held]
     if not train_cases:
         raise ConfigError("--hold-out leaves no user to train on.")
-    settings = TrainSettings(epochs=epochs, learning_rate=learning_rate, seed=seed)
+    settings = TrainSettings(epochs=epochs, learning_rate=learning_rate, seed=seed, rank=rank, alpha=2.0 * rank)
     with CommandProgress("judge train", unit="epochs", total=epochs) as progress:
         progress.phase(f"{len(train_cases)} training case(s), {len(held_cases)} held out")
         card = fit(train_cases, held_cases, out or WEIGHTS_DIR, name, settings,
