@@ -311,8 +311,9 @@ def _run_unit(job: UnitJob, index: int, relay: RelayHandle) -> float:
     def claim(key: str, value: SharedValue) -> SharedValue:
         if key in owned:
             # No other attempt can have answered a key this one holds, so the relay keeps this value:
-            # the unit need not wait for it. The relay runs this attempt's calls in the order sent, so
-            # the claim lands before the batch with the call's event, which the unit does wait for.
+            # the unit need not wait for it. The claim is sent before the batch with the call's event,
+            # which the unit does wait for; only a worker lost between the two could leave an answer
+            # recorded nowhere (its unit's next attempt then asks it again, as before the claim).
             owned.discard(key)
             relay.claim.remote(key, value)
             return value
