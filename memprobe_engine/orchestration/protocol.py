@@ -81,7 +81,9 @@ class RunServices:
 
 
 class BenchmarkProtocol(Protocol[UnitT]):
-    """One benchmark protocol as the orchestrator runs it; ``UnitT`` is its unit (user × system, ...)."""
+    """One benchmark protocol as the orchestrator runs it; ``UnitT`` is its unit (user × system, ...).
+    It may also offer ``unit_cost(unit) -> float``, its estimate of a unit's length: the orchestrator
+    starts the costliest units first (:func:`~memprobe_engine.orchestration.units.unit_cost`)."""
 
     #: The header's ``suite`` and the run id's prefix, e.g. ``recovery``.
     suite: str

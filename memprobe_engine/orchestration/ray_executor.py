@@ -57,7 +57,7 @@ from memprobe_engine.orchestration.progress import ProgressHook
 from memprobe_engine.orchestration.protocol import BenchmarkProtocol, RunServices, SharedValue
 from memprobe_engine.orchestration.relay import (VALUE_PREFIX, EventFunnel, Item, RelayedResponses, RelayShare,
                                                  RelayWriter)
-from memprobe_engine.orchestration.units import UnitTally, longest_first, system_cost
+from memprobe_engine.orchestration.units import UnitTally, longest_first, unit_cost
 
 if TYPE_CHECKING:
     from memprobe_engine.llm.client import BackendFactory
@@ -389,7 +389,7 @@ async def run_units_on_ray(protocol: BenchmarkProtocol[Any], units: Sequence[Any
     env = forwarded_environment(llm_config)
     funnel = EventFunnel(writer)
     labels = [protocol.unit_label(unit) for unit in units]
-    order = longest_first(units, lambda unit: system_cost(protocol.unit_key(unit)[1]))
+    order = longest_first(units, lambda unit: unit_cost(protocol, unit, protocol.unit_key(unit)[1]))
     slots = unit_slots(options)
     pending: dict[Any, int] = {}
 

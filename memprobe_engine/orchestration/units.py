@@ -80,6 +80,14 @@ def system_cost(system: str) -> float:
     return 1.0 + (2.0 if "memory_writer" in needs.model_roles else 0.0) + (0.5 if needs.embedder else 0.0)
 
 
+def unit_cost(protocol: object, unit: T, system: str) -> float:
+    """A unit's relative cost, for ordering: the protocol's own estimate when it offers one (an optional
+    ``unit_cost(unit)`` method: protocol A weighs the turns each memory system will read), else its
+    memory system's (:func:`system_cost`)."""
+    own = getattr(protocol, "unit_cost", None)
+    return float(own(unit)) if callable(own) else system_cost(system)
+
+
 def longest_first(units: Sequence[T], cost: Callable[[T], float]) -> list[int]:
     """The indexes of ``units``, costliest first (ties keep the run's order): started in this order,
     the longest units do not start last and stretch the run past its critical path."""
@@ -114,4 +122,4 @@ async def run_units(units: Sequence[tuple[str, Callable[[], Awaitable[None]]]], 
 
 
 __all__ = ["UnitTally", "longest_first", "run_units", "select_units", "shard_from_env", "shard_record_dir", "system_cost",
-           "unit_seed"]
+           "unit_cost", "unit_seed"]

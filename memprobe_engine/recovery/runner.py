@@ -20,6 +20,7 @@ from memprobe_engine.orchestration.progress import ProgressHook
 from memprobe_engine.orchestration.protocol import RunNeeds, RunServices
 from memprobe_engine.orchestration.resume import UnitKey
 from memprobe_engine.orchestration.run import run_protocol
+from memprobe_engine.orchestration.units import system_cost
 from memprobe_engine.recovery.attribution import Stage0Cache, Stage0Verdict
 from memprobe_engine.recovery.config import Mode, RecoveryConfig
 from memprobe_engine.recovery.dialogue_source import DialogueSource
@@ -127,6 +128,18 @@ class RecoveryRun:
 
     def units(self) -> list[tuple[SimUser, str]]:
         return [(user, system) for user in self.users for system in self.plan.systems]
+
+    def unit_cost(self, unit: tuple[SimUser, str]) -> float:
+        """The plan's estimate of a unit's length, for ordering: its memory system's cost per turn it
+        reads (:func:`system_cost`) times the turns — each fixed dialogue's opening and exchanges, or
+        one per task in a live rollout, whose dialogues are not known before they are played."""
+        user, system = unit
+        tasks = tasks_for(user, self.plan.dimensions)
+        if self.dialogues is not None:
+            turns = sum(1 + len(self.dialogues.get(user.user_id, task.dimension).exchanges) for task in tasks)
+        else:
+            turns = len(tasks)
+        return system_cost(system) * max(1, turns)
 
     def unit_key(self, unit: tuple[SimUser, str]) -> UnitKey:
         return unit[0].user_id, unit[1]
