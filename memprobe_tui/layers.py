@@ -7,6 +7,13 @@ so ``L`` reads the same on every screen."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Protocol
+
+
+class Notifies(Protocol):
+    """A screen, as far as a layer change speaks to the user."""
+
+    def notify(self, message: str, *, timeout: float | None = None) -> None: ...
 
 
 def next_layer(named: Sequence[str], layer: str | None) -> str | None:
@@ -21,3 +28,15 @@ def layer_title(named: Sequence[str], layer: str | None, title: str, noun: str =
     if layer is not None:
         return f"{noun} {layer} · {title}"
     return f"{title} · {noun} main (L: {1 + len(named)} layers)" if named else title
+
+
+def cycle_layer(screen: Notifies, named: Sequence[str], layer: str | None, none_held: str,
+                noun: str = "scores") -> tuple[bool, str | None]:
+    """``L`` on a screen: (True, the layer after ``layer``), said in a short notice; or (False, ``layer``)
+    with ``none_held`` said (how to add a layer) when the recording holds no named one."""
+    if not named:
+        screen.notify(none_held, timeout=5)
+        return False, layer
+    layer = next_layer(named, layer)
+    screen.notify(f"{noun} {layer or 'main'}", timeout=3)
+    return True, layer

@@ -40,7 +40,7 @@ from memprobe_engine.replay import ReplaySession
 from memprobe_engine.replay.memory_view import StoreRow
 from memprobe_engine.replay.queries import step_seq_range
 from memprobe_tui.messages import Loaded
-from memprobe_tui.layers import layer_title, next_layer
+from memprobe_tui.layers import cycle_layer, layer_title
 from memprobe_tui.paradigms.probe_inspector import NO_LAYERS, ProbeScreen
 from memprobe_tui.paradigms.render import (
     answer_lines,
@@ -265,12 +265,9 @@ before/after. `L` shows the probes' scores and answers from the next score layer
 
     def action_layer(self) -> None:
         """The next score layer (main, then each named one): the probes' scores and answers from it."""
-        if not self.named_layers:
-            self.notify(NO_LAYERS, timeout=5)
-            return
-        self.judgment_layer = next_layer(self.named_layers, self.judgment_layer)
-        self.notify(f"scores {self.judgment_layer or 'main'}", timeout=3)
-        self.reload()
+        changed, self.judgment_layer = cycle_layer(self, self.named_layers, self.judgment_layer, NO_LAYERS)
+        if changed:
+            self.reload()
 
     def action_memory(self) -> None:
         if self.steps is None or not self._count():

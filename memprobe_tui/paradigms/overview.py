@@ -21,7 +21,7 @@ from memprobe_engine.paradigms.read.queries import (
     system_accuracy,
 )
 from memprobe_engine.replay import ReplaySession
-from memprobe_tui.layers import layer_title, next_layer
+from memprobe_tui.layers import cycle_layer, layer_title
 from memprobe_tui.messages import Loaded, ShowText
 from memprobe_tui.paradigms.episode_stepper import EpisodeScreen
 from memprobe_tui.paradigms.episode_table import EpisodeTable
@@ -142,12 +142,9 @@ scores, accuracy and `d`'s probe inspector from that layer (a probe it never sco
 
     def action_layer(self) -> None:
         """The next score layer (main, then each named one): the rows' scores again from that layer."""
-        if not self.named_layers:
-            self.notify(NO_LAYERS, timeout=5)
-            return
-        self.judgment_layer = next_layer(self.named_layers, self.judgment_layer)
-        self.notify(f"scores {self.judgment_layer or 'main'}", timeout=3)
-        self.recompute()
+        changed, self.judgment_layer = cycle_layer(self, self.named_layers, self.judgment_layer, NO_LAYERS)
+        if changed:
+            self.recompute()
 
     def _selected(self) -> EpisodeRow | None:
         episode_id = self.query_one(EpisodeTable).selected()

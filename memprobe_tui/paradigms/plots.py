@@ -24,7 +24,7 @@ from memprobe_engine.paradigms.read.queries import (
 )
 from memprobe_engine.replay import ReplaySession
 from memprobe_tui.export import ExportDoc
-from memprobe_tui.layers import layer_title, next_layer
+from memprobe_tui.layers import cycle_layer, layer_title
 from memprobe_tui.messages import Loaded
 from memprobe_tui.paradigms.probe_inspector import NO_LAYERS
 from memprobe_tui.screens.base import ReplayScreen
@@ -123,12 +123,9 @@ plots open in the layer the episode list showed.
 
     def action_layer(self) -> None:
         """The next score layer (main, then each named one): every figure again from that layer."""
-        if not self.named_layers:
-            self.notify(NO_LAYERS, timeout=5)
-            return
-        self.judgment_layer = next_layer(self.named_layers, self.judgment_layer)
-        self.notify(f"scores {self.judgment_layer or 'main'}", timeout=3)
-        self._load()
+        changed, self.judgment_layer = cycle_layer(self, self.named_layers, self.judgment_layer, NO_LAYERS)
+        if changed:
+            self._load()
 
     @work(thread=True, exclusive=True, group="plots", exit_on_error=False, name="paradigm plot data")
     def _load(self) -> None:

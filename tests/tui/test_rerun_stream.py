@@ -181,13 +181,18 @@ async def test_the_outcome_stays_on_screen_when_the_recording_grows_by_the_rerun
         assert "re-score writing_skill: cancelled" in status(screen)
 
 
+def probe_rerun_app(llama: FakeLlama, tmp_path: Path) -> MemProbeApp:
+    """The probe inspector's app on a copy of the shipped protocol-B run, its re-run's reader the fake
+    server (the spec the model box offers, and Enter takes)."""
+    spec = f"openai:fake@{llama.url}"
+    return probe_app(copy_of(SAMPLE_B, tmp_path), ProbeRerunHook(
+        functools.partial(rerun_probe, llm_config=load_llm_config(None, {}, [spec])), spec))
+
+
 async def test_a_probe_rerun_shows_its_progress_and_esc_cancels_at_once(
         llama: FakeLlama, tmp_path: Path) -> None:
     """The same on protocol B's probe inspector."""
-    recording = copy_of(SAMPLE_B, tmp_path)
-    spec = f"openai:fake@{llama.url}"  # what the model box offers, and Enter takes
-    app = probe_app(recording, ProbeRerunHook(
-        functools.partial(rerun_probe, llm_config=load_llm_config(None, {}, [spec])), spec))
+    app = probe_rerun_app(llama, tmp_path)
     async with app.run_test(size=(80, 24)) as pilot:
         screen = await open_inspector(pilot)
         assert isinstance(screen, ProbeScreen)
@@ -209,10 +214,7 @@ async def test_a_repair_round_says_so_on_the_progress_line(tmp_path: Path) -> No
     streams: 8 pieces" for as long as the repair round took."""
     llama = FakeLlama(replies=['{"reason": "no answer field"}', '{"answer": "FitLife", "reason": "the gym"}'])
     try:
-        recording = copy_of(SAMPLE_B, tmp_path)
-        spec = f"openai:fake@{llama.url}"
-        app = probe_app(recording, ProbeRerunHook(
-            functools.partial(rerun_probe, llm_config=load_llm_config(None, {}, [spec])), spec))
+        app = probe_rerun_app(llama, tmp_path)
         async with app.run_test(size=(80, 24)) as pilot:
             screen = await open_inspector(pilot)
             assert isinstance(screen, ProbeScreen)
