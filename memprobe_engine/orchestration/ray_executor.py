@@ -20,7 +20,7 @@ Without ``--ray-address`` a local Ray instance is started with ``--ray-workers``
 time per CPU); with one, the driver joins that cluster (``ray start --head`` / ``ray job submit``).
 
 Units run at most one per CPU the run was given (``--ray-workers``, or the cluster's CPUs), the costliest
-first (:func:`~memprobe_engine.orchestration.units.longest_first`): the driver submits the next unit when
+first (:func:`~memprobe_engine.orchestration.units.costliest_first`): the driver submits the next unit when
 one finishes, so Ray cannot start more units than CPUs while a task waits on the relay.
 
 A worker needs nothing from the driver's disk but the inputs that ride with the task: the protocol
@@ -57,7 +57,7 @@ from memprobe_engine.orchestration.progress import ProgressHook
 from memprobe_engine.orchestration.protocol import BenchmarkProtocol, RunServices, SharedValue
 from memprobe_engine.orchestration.relay import (VALUE_PREFIX, EventFunnel, Item, RelayedResponses, RelayShare,
                                                  RelayWriter)
-from memprobe_engine.orchestration.units import UnitTally, longest_first, unit_cost
+from memprobe_engine.orchestration.units import UnitTally, costliest_first
 
 if TYPE_CHECKING:
     from memprobe_engine.llm.client import BackendFactory
@@ -389,7 +389,7 @@ async def run_units_on_ray(protocol: BenchmarkProtocol[Any], units: Sequence[Any
     env = forwarded_environment(llm_config)
     funnel = EventFunnel(writer)
     labels = [protocol.unit_label(unit) for unit in units]
-    order = longest_first(units, lambda unit: unit_cost(protocol, unit, protocol.unit_key(unit)[1]))
+    order = costliest_first(protocol, units)
     slots = unit_slots(options)
     pending: dict[Any, int] = {}
 

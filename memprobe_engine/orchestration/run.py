@@ -26,8 +26,8 @@ from memprobe_engine.orchestration.resume import (
     fingerprint,
     read_resume,
 )
-from memprobe_engine.orchestration.units import (UnitTally, longest_first, run_units, select_units, shard_record_dir,
-                                                 unit_cost)
+from memprobe_engine.orchestration.units import (UnitTally, costliest_first, run_units, select_units,
+                                                 shard_record_dir)
 from memprobe_engine.provenance import collect_provenance
 
 if TYPE_CHECKING:
@@ -109,8 +109,7 @@ async def run_protocol(protocol: BenchmarkProtocol[UnitT], record: Path, *, llm_
                 recorder=run.recorder, chat=chat, embedder=embedder, llm_config=llm_config, concurrency=concurrency,
                 progress=(lambda line: progress(line, tally.done, tally.total)) if progress is not None else None)
             # The costliest units first, so that none of them starts last once --concurrency is full.
-            ordered = [units[i] for i in longest_first(units, lambda unit: unit_cost(protocol, unit,
-                                                                                    protocol.unit_key(unit)[1]))]
+            ordered = [units[i] for i in costliest_first(protocol, units)]
             work: list[tuple[str, Callable[[], Awaitable[None]]]] = [
                 (protocol.unit_label(unit), partial(protocol.run_unit, services, unit)) for unit in ordered]
             with run.recorder.span("run", "run"):

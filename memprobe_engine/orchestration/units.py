@@ -15,10 +15,13 @@ import time
 import zlib
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from memprobe_engine.errors import ConfigError
 from memprobe_engine.orchestration.progress import ProgressHook
+
+if TYPE_CHECKING:
+    from memprobe_engine.orchestration.protocol import BenchmarkProtocol
 
 T = TypeVar("T")
 
@@ -80,12 +83,17 @@ def system_cost(system: str) -> float:
     return 1.0 + (2.0 if "memory_writer" in needs.model_roles else 0.0) + (0.5 if needs.embedder else 0.0)
 
 
-def unit_cost(protocol: object, unit: T, system: str) -> float:
+def unit_cost(protocol: BenchmarkProtocol[T], unit: T) -> float:
     """A unit's relative cost, for ordering: the protocol's own estimate when it offers one (an optional
     ``unit_cost(unit)`` method: protocol A weighs the turns each memory system will read), else its
     memory system's (:func:`system_cost`)."""
     own = getattr(protocol, "unit_cost", None)
-    return float(own(unit)) if callable(own) else system_cost(system)
+    return float(own(unit)) if callable(own) else system_cost(protocol.unit_key(unit)[1])
+
+
+def costliest_first(protocol: BenchmarkProtocol[T], units: Sequence[T]) -> list[int]:
+    """The indexes of ``units`` in the order a run starts them (:func:`unit_cost`, :func:`longest_first`)."""
+    return longest_first(units, lambda unit: unit_cost(protocol, unit))
 
 
 def longest_first(units: Sequence[T], cost: Callable[[T], float]) -> list[int]:
@@ -122,4 +130,4 @@ async def run_units(units: Sequence[tuple[str, Callable[[], Awaitable[None]]]], 
 
 
 __all__ = ["UnitTally", "longest_first", "run_units", "select_units", "shard_from_env", "shard_record_dir", "system_cost",
-           "unit_cost", "unit_seed"]
+           "costliest_first", "unit_cost", "unit_seed"]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from memprobe_engine.llm.config import LLMConfig
 from memprobe_engine.llm.spec import parse_spec
-from memprobe_engine.orchestration.units import longest_first, system_cost, unit_cost
+from memprobe_engine.orchestration.units import costliest_first, system_cost, unit_cost
 from memprobe_engine.protocol_spec import RunCommon
 from memprobe_engine.recovery.options import RecoveryOptions
 from memprobe_engine.recovery.run_options import recovery_plan
@@ -31,13 +31,13 @@ def protocol(tmp_path: Path, dialogues: bool) -> RecoveryRun:
 def test_fixed_dialogue_units_are_ordered_by_system_and_turns(tmp_path: Path) -> None:
     recovery = protocol(tmp_path, dialogues=True)
     units = recovery.units()
-    costs = {recovery.unit_label(u): unit_cost(recovery, u, u[1]) for u in units}
+    costs = {recovery.unit_label(u): unit_cost(recovery, u) for u in units}
     assert recovery.dialogues is not None
     turns = {user.user_id: sum(1 + len(recovery.dialogues.get(user.user_id, t.dimension).exchanges)
                                for t in user.tasks.tasks) for user, _ in units}
     assert turns["user_001"] != turns["user_002"]
     longer, shorter = sorted(turns, key=lambda user: -turns[user])
-    order = [recovery.unit_label(units[i]) for i in longest_first(units, lambda u: unit_cost(recovery, u, u[1]))]
+    order = [recovery.unit_label(units[i]) for i in costliest_first(recovery, units)]
     assert order == [f"{longer} × amem", f"{shorter} × amem", f"{longer} × nomem", f"{shorter} × nomem"], costs
     assert costs[f"{longer} × amem"] == system_cost("amem") * turns[longer]
 
@@ -45,5 +45,12 @@ def test_fixed_dialogue_units_are_ordered_by_system_and_turns(tmp_path: Path) ->
 def test_a_live_rollout_weighs_tasks_and_a_protocol_without_an_estimate_its_system(tmp_path: Path) -> None:
     recovery = protocol(tmp_path, dialogues=False)
     user, _ = recovery.units()[0]
-    assert unit_cost(recovery, (user, "amem"), "amem") == system_cost("amem") * len(user.tasks.tasks)
-    assert unit_cost(object(), "any unit", "amem") == system_cost("amem")
+    assert unit_cost(recovery, (user, "amem")) == system_cost("amem") * len(user.tasks.tasks)
+    assert unit_cost(NoEstimate(), "an amem unit") == system_cost("amem")  # type: ignore[arg-type]
+
+
+class NoEstimate:
+    """A protocol without ``unit_cost``: only its units' keys."""
+
+    def unit_key(self, unit: str) -> tuple[str, str]:
+        return "u", "amem"
